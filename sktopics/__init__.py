@@ -1,0 +1,28 @@
+"""sktopics: topic models for scikit-learn, with torch doing the heavy lifting.
+
+Estimators: :class:`AVITM`, :class:`ProdLDA` (autoencoding variational inference),
+with :func:`top_words`. Submodules :mod:`sktopics.metrics`,
+:mod:`sktopics.datasets` and :mod:`sktopics.model_selection` load on first use.
+"""
+
+import importlib
+
+from ._neural._avitm import AVITM
+from ._neural._prodlda import ProdLDA
+from ._topwords import top_words
+
+__version__ = "0.1.0"
+
+_SUBMODULES = ("datasets", "metrics", "model_selection", "utils")
+
+__all__ = ["AVITM", "ProdLDA", "top_words", "__version__", *_SUBMODULES]
+
+
+def __getattr__(name):
+    if name in _SUBMODULES:
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_SUBMODULES))

@@ -1,0 +1,207 @@
+"""The estimator contract shared by every sktopics topic model."""
+
+from abc import abstractmethod
+from numbers import Integral
+
+import numpy as np
+import torch
+from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
+
+from .utils._sklearn_compat import (
+    Interval,
+    StrOptions,
+    _fit_context,
+    check_is_fitted,
+)
+from .utils._torch import draw_seed, resolve_device
+from .utils._validation import check_count_matrix
+
+__all__ = ["BaseTopicModel"]
+
+
+class BaseTopicModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
+    """Base class of the sktopics estimators.
+
+    Subclasses implement ``_fit(X, seed)``, ``_transform(X)``,
+    ``_score_per_token(X)`` and ``_generative_view()``. This class owns validation,
+    the count policy, device resolution, seeding and the scikit-learn plumbing.
+
+    ``score(X)`` is a per-token held-out log-likelihood estimate (higher is better)
+    and ``perplexity(X) = exp(-score(X))``.
+    """
+
+    _parameter_constraints = {
+        "n_components": [Interval(Integral, 1, None, closed="left")],
+        "device": [StrOptions({"auto", "cpu", "cuda"}), str, torch.device],
+        "random_state": ["random_state"],
+        "verbose": ["verbose"],
+    }
+
+    #: Gibbs samplers need integer counts: non-integers are rounded with a warning.
+    _integer_counts = False
+
+    # ----------------------------------------------------------------- fitting
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y=None):
+        """Fit the topic model to a document-term count matrix.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Non-negative token counts (for example the output of
+            :class:`~sklearn.feature_extraction.text.CountVectorizer`).
+        y : Ignored
+            Not used, present for API consistency by convention.
+
+        Returns
+        -------
+        self : object
+            The fitted estimator.
+        """
+        warm = bool(getattr(self, "warm_start", False)) and self._is_fitted()
+        X = check_count_matrix(
+            self, X, reset=not warm, integer_counts=self._integer_counts, min_samples=2
+        )
+        self.device_ = resolve_device(self.device)
+        self._fit(X, draw_seed(self.random_state), warm=warm)
+        return self
+
+    def partial_fit(self, X, y=None):
+        """Continue training on ``X`` (one more call of the training loop).
+
+        The first call fits from scratch with ``max_iter`` iterations; later calls
+        continue from the current parameters, as with ``warm_start=True``.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Non-negative token counts.
+        y : Ignored
+            Not used, present for API consistency by convention.
+
+        Returns
+        -------
+        self : object
+            The updated estimator.
+        """
+        warm = self._is_fitted()
+        if not warm:
+            self._validate_params()
+        X = check_count_matrix(
+            self, X, reset=not warm, integer_counts=self._integer_counts, min_samples=2
+        )
+        if not warm:
+            self.device_ = resolve_device(self.device)
+        self._fit(X, draw_seed(self.random_state), warm=warm)
+        return self
+
+    # --------------------------------------------------------------- inference
+    def transform(self, X):
+        """Document-topic proportions of ``X``.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Non-negative token counts.
+
+        Returns
+        -------
+        doc_topic : ndarray of shape (n_samples, n_components)
+            Rows sum to 1. Documents without tokens get the prior mean.
+        """
+        check_is_fitted(self, "components_")
+        X = check_count_matrix(self, X, reset=False, integer_counts=self._integer_counts)
+        doc_topic = np.asarray(self._transform(X), dtype=np.float64)
+        return doc_topic.astype(X.dtype, copy=False)
+
+    def score(self, X, y=None):
+        """Per-token held-out log-likelihood estimate of ``X`` (higher is better).
+
+        See the estimator's Notes for the estimator used. Because the value is
+        normalised by the number of tokens it does not grow with the fold size, so
+        :class:`~sklearn.model_selection.GridSearchCV` can use it directly.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Non-negative token counts, with at least one token.
+        y : Ignored
+            Not used, present for API consistency by convention.
+
+        Returns
+        -------
+        score : float
+            Estimate of ``log p(X) / n_tokens`` in nats per token.
+        """
+        check_is_fitted(self, "components_")
+        X = check_count_matrix(self, X, reset=False, integer_counts=self._integer_counts)
+        if X.sum() <= 0:
+            raise ValueError(
+                "score needs at least one token: every document of X is empty."
+            )
+        return float(self._score_per_token(X))
+
+    def perplexity(self, X):
+        """Corpus-level perplexity ``exp(-score(X))`` (lower is better).
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Non-negative token counts, with at least one token.
+
+        Returns
+        -------
+        perplexity : float
+        """
+        return float(np.exp(-self.score(X)))
+
+    # ------------------------------------------------------- scikit-learn glue
+    @property
+    def _n_features_out(self):
+        return self.components_.shape[0]
+
+    def _is_fitted(self):
+        return hasattr(self, "components_")
+
+    def __sklearn_is_fitted__(self):
+        return self._is_fitted()
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.positive_only = True
+        tags.input_tags.sparse = True
+        tags.transformer_tags.preserves_dtype = ["float64", "float32"]
+        tags.non_deterministic = _requests_cuda(self.device)
+        return tags
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        device = getattr(self, "device_", None)
+        if device is not None and device.type == "cuda" and not torch.cuda.is_available():
+            # A model fitted on a GPU machine keeps working on a CPU-only one.
+            self.device_ = torch.device("cpu")
+
+    # ------------------------------------------------------- subclass hooks
+    @abstractmethod
+    def _fit(self, X, seed, *, warm):
+        """Fit on validated CSR counts; set the fitted attributes as numpy."""
+
+    @abstractmethod
+    def _transform(self, X):
+        """Document-topic proportions of validated CSR counts."""
+
+    @abstractmethod
+    def _score_per_token(self, X):
+        """Per-token log-likelihood estimate of validated CSR counts."""
+
+    @abstractmethod
+    def _generative_view(self):
+        """The fitted generative model, as a :class:`~sktopics._generative.GenerativeView`."""
+
+
+def _requests_cuda(device):
+    if isinstance(device, torch.device):
+        return device.type == "cuda"
+    if device == "auto":
+        return torch.cuda.is_available()
+    return isinstance(device, str) and device.startswith("cuda")

@@ -1,0 +1,182 @@
+"""The uniform generative view: what evaluation code sees of a fitted model.
+
+Every estimator's ``_generative_view()`` returns a :class:`GenerativeView` made of a
+prior over per-document topic proportions and a likelihood of the words given those
+proportions. The evaluation code (:mod:`sktopics.model_selection`) consumes only this
+object, so it needs no per-estimator code. All arrays are CPU numpy; the ``torch``
+methods take tensors on whatever device the caller works on.
+
+This module is maths only: it imports numpy and torch, never scikit-learn or skorch.
+"""
+
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+import numpy as np
+import torch
+
+__all__ = [
+    "DirichletPrior",
+    "LogisticNormalPrior",
+    "MixtureLikelihood",
+    "ProductOfExpertsLikelihood",
+    "GenerativeView",
+    "laplace_logistic_normal",
+    "multinomial_log_coefficient",
+]
+
+
+def laplace_logistic_normal(alpha):
+    """Laplace approximation of Dirichlet(alpha) in the softmax basis (MacKay 1998).
+
+    Returns the mean and the diagonal variance of ``h`` such that
+    ``softmax(h)`` approximately follows ``Dirichlet(alpha)``:
+    ``mu_k = log alpha_k - mean(log alpha)`` and
+    ``var_k = (1 / alpha_k) (1 - 2 / K) + (1 / K^2) sum_i 1 / alpha_i``.
+    With a single topic ``theta = 1`` whatever ``h`` is, and the formula's zero
+    variance is replaced by 1 so that the (constant) KL term stays finite.
+    """
+    alpha = np.asarray(alpha, dtype=np.float64)
+    n_topics = alpha.shape[0]
+    log_alpha = np.log(alpha)
+    mean = log_alpha - log_alpha.mean()
+    var = (1.0 / alpha) * (1.0 - 2.0 / n_topics) + (1.0 / alpha).sum() / n_topics**2
+    if n_topics == 1:
+        var = np.ones(1)
+    return mean, var
+
+
+def multinomial_log_coefficient(x):
+    """``log(N! / prod_w x_w!)`` per document, for (fractional) counts ``x``."""
+    n_tokens = x.sum(-1)
+    return torch.lgamma(n_tokens + 1) - torch.lgamma(x + 1).sum(-1)
+
+
+@dataclass(frozen=True)
+class DirichletPrior:
+    """theta ~ Dirichlet(alpha) over ``K`` topics."""
+
+    alpha: np.ndarray
+
+    @property
+    def n_topics(self):
+        return self.alpha.shape[0]
+
+    def sample_theta(self, n, generator=None, device="cpu"):
+        alpha = torch.as_tensor(self.alpha, dtype=torch.float64, device=device)
+        gamma = torch._standard_gamma(alpha.expand(n, -1).contiguous(), generator=generator)
+        return gamma / gamma.sum(-1, keepdim=True)
+
+
+@dataclass(frozen=True)
+class LogisticNormalPrior:
+    """theta = softmax(h), h ~ N(mean, diag(var)): the prior AVITM/ProdLDA train with."""
+
+    mean: np.ndarray
+    var: np.ndarray
+    approximates: Optional[np.ndarray] = None  # the Dirichlet alpha it stands for
+
+    @property
+    def n_topics(self):
+        return self.mean.shape[0]
+
+    def log_prob_h(self, h):
+        mean = torch.as_tensor(self.mean, dtype=h.dtype, device=h.device)
+        var = torch.as_tensor(self.var, dtype=h.dtype, device=h.device)
+        return -0.5 * (((h - mean) ** 2) / var + torch.log(2 * torch.pi * var)).sum(-1)
+
+    def sample_h(self, n, generator=None, device="cpu", dtype=torch.float64):
+        mean = torch.as_tensor(self.mean, dtype=dtype, device=device)
+        std = torch.as_tensor(np.sqrt(self.var), dtype=dtype, device=device)
+        noise = torch.randn((n, mean.shape[0]), generator=generator, device=device, dtype=dtype)
+        return mean + std * noise
+
+
+@dataclass(frozen=True)
+class MixtureLikelihood:
+    """Words are drawn from the mixture ``theta @ topic_word`` (LDA, AVITM)."""
+
+    topic_word: np.ndarray  # (K, V), rows sum to 1
+
+    def word_probabilities(self, theta):
+        phi = torch.as_tensor(self.topic_word, dtype=theta.dtype, device=theta.device)
+        return theta @ phi
+
+    def log_prob(self, x, theta, include_coefficient=False):
+        """log p(x | theta) for counts ``x`` (..., V) and proportions ``theta`` (..., K)."""
+        log_p = torch.log(self.word_probabilities(theta).clamp_min(1e-300))
+        value = (x * log_p).sum(-1)
+        return value + multinomial_log_coefficient(x) if include_coefficient else value
+
+
+@dataclass(frozen=True)
+class ProductOfExpertsLikelihood:
+    """ProdLDA: words from ``softmax(BN_eval(theta @ beta))``.
+
+    ``BN_eval(a) = (a - bn_mean) / sqrt(bn_var + bn_eps) + bn_bias`` per word, with
+    the batch-norm statistics frozen at the end of fit.
+    """
+
+    beta: np.ndarray  # (K, V) unnormalised
+    bn_mean: np.ndarray  # (V,)
+    bn_var: np.ndarray  # (V,)
+    bn_bias: np.ndarray  # (V,)
+    bn_eps: float
+
+    def logits(self, theta):
+        def t(a):
+            return torch.as_tensor(a, dtype=theta.dtype, device=theta.device)
+
+        scale = torch.rsqrt(t(self.bn_var) + self.bn_eps)
+        return (theta @ t(self.beta) - t(self.bn_mean)) * scale + t(self.bn_bias)
+
+    def word_probabilities(self, theta):
+        return torch.softmax(self.logits(theta), dim=-1)
+
+    def log_prob(self, x, theta, include_coefficient=False):
+        log_p = torch.log_softmax(self.logits(theta), dim=-1)
+        value = (x * log_p).sum(-1)
+        return value + multinomial_log_coefficient(x) if include_coefficient else value
+
+
+@dataclass(frozen=True)
+class GenerativeView:
+    """A fitted topic model as a prior over theta and a likelihood of words.
+
+    Attributes
+    ----------
+    prior : DirichletPrior or LogisticNormalPrior
+        Prior over a document's topic proportions.
+    likelihood : MixtureLikelihood or ProductOfExpertsLikelihood
+        ``p(words | theta)``.
+    n_features : int
+        Vocabulary size.
+    proposal : callable or None
+        Amortised posterior ``q(h | x)``: maps a dense count tensor ``(n, V)`` to the
+        ``(loc, scale)`` of a diagonal Gaussian over ``h`` (``theta = softmax(h)``).
+        Present for the neural models; evaluation may start from it.
+    """
+
+    prior: object
+    likelihood: object
+    n_features: int
+    proposal: Optional[Callable] = field(default=None, compare=False)
+
+    @property
+    def n_topics(self):
+        return self.prior.n_topics
+
+    def token_mixture(self):
+        """``(topic_word, alpha)`` when words are a per-token mixture over topics.
+
+        Enables AIS over topic assignments with theta collapsed (Wallach et al.
+        2009). ``None`` for ProdLDA, whose likelihood is not a mixture. For a
+        logistic-normal prior, ``alpha`` is the Dirichlet it approximates.
+        """
+        if not isinstance(self.likelihood, MixtureLikelihood):
+            return None
+        if isinstance(self.prior, DirichletPrior):
+            return self.likelihood.topic_word, self.prior.alpha
+        if getattr(self.prior, "approximates", None) is not None:
+            return self.likelihood.topic_word, self.prior.approximates
+        return None

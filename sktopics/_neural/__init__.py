@@ -1,0 +1,1 @@
+"""Neural (amortised variational) topic models: AVITM, ProdLDA and their machinery."""

@@ -1,0 +1,137 @@
+"""AVITM (NVLDA): LDA trained by autoencoding variational Bayes (Srivastava & Sutton 2017)."""
+
+import torch
+
+from .._generative import MixtureLikelihood
+from ..utils._docstring import fill_doc
+from ._docs import COUNT_POLICY, ENCODER_AND_TRAINING, FITTED_ATTRIBUTES
+from ._estimator import NeuralTopicModel
+from ._modules import MixtureDecoder
+
+__all__ = ["AVITM"]
+
+
+@fill_doc(shared_parameters=ENCODER_AND_TRAINING, fitted_attributes=FITTED_ATTRIBUTES,
+          count_policy=COUNT_POLICY)
+class AVITM(NeuralTopicModel):
+    """LDA trained by autoencoding variational inference (the paper's NVLDA).
+
+    Words of a document are drawn from the mixture ``theta @ softmax(BN(beta))``,
+    LDA with the topic assignments summed out. ``theta`` has the logistic-normal
+    Laplace approximation of ``Dirichlet(alpha)`` as prior and an amortised
+    logistic-normal posterior given by an inference network.
+
+    Defaults follow the original NVLDA code (see the user guide), with inference
+    using batch-norm statistics measured over the training set at the end of fit.
+
+    Parameters
+    ----------
+    n_components : int, default=10
+        Number of topics.
+    doc_topic_prior : float or array-like of shape (n_components,), default=1.0
+        Dirichlet parameter ``alpha`` approximated by the logistic-normal prior.
+    {shared_parameters}
+    dropout : float, default=0.25
+        Drop probability after the encoder's last hidden layer and on ``theta``
+        (the original NVLDA code keeps 75 %).
+    shared_noise : bool, default=True
+        Draw one reparameterisation noise vector per batch instead of one per
+        document during training, as the original NVLDA code does.
+
+    Attributes
+    ----------
+    {fitted_attributes}
+
+    See Also
+    --------
+    ProdLDA : the product-of-experts variant, usually more coherent.
+    LDAGibbs : collapsed-Gibbs LDA.
+
+    Notes
+    -----
+    {count_policy}
+    ``components_`` is ``softmax(BN(beta))``, the model's actual topic-word
+    distributions (batch norm across topics for each word, using ``beta``'s own
+    statistics). ``score`` is the ELBO per token, a lower bound on the held-out
+    log-likelihood of the token sequence.
+
+    References
+    ----------
+    .. [1] A. Srivastava and C. Sutton, "Autoencoding Variational Inference for
+       Topic Models", ICLR 2017.
+
+    Examples
+    --------
+    >>> from sktopics import AVITM
+    >>> from sktopics.datasets import make_lda_corpus
+    >>> X, _, _ = make_lda_corpus(n_samples=60, n_features=30, n_components=3,
+    ...                           random_state=0)
+    >>> model = AVITM(n_components=3, max_iter=5, batch_size=20, device="cpu",
+    ...               random_state=0).fit(X)
+    >>> model.components_.sum(axis=1).round(6)
+    array([1., 1., 1.])
+    """
+
+    _parameter_constraints = {**NeuralTopicModel._parameter_constraints}
+
+    def __init__(
+        self,
+        n_components=10,
+        *,
+        doc_topic_prior=1.0,
+        hidden_sizes=(100, 100),
+        activation="softplus",
+        dropout=0.25,
+        learning_rate=1e-2,
+        adam_betas=(0.99, 0.999),
+        batch_size=200,
+        max_iter=300,
+        batch_sampling="with_replacement",
+        bn_momentum=1e-3,
+        bn_eps=1e-3,
+        bn_statistics="recompute",
+        shared_noise=True,
+        clip_grad_norm=None,
+        validation_fraction=None,
+        n_iter_no_change=10,
+        tol=1e-4,
+        warm_start=False,
+        callbacks=None,
+        device="auto",
+        random_state=None,
+        verbose=0,
+    ):
+        self.n_components = n_components
+        self.doc_topic_prior = doc_topic_prior
+        self.hidden_sizes = hidden_sizes
+        self.activation = activation
+        self.dropout = dropout
+        self.learning_rate = learning_rate
+        self.adam_betas = adam_betas
+        self.batch_size = batch_size
+        self.max_iter = max_iter
+        self.batch_sampling = batch_sampling
+        self.bn_momentum = bn_momentum
+        self.bn_eps = bn_eps
+        self.bn_statistics = bn_statistics
+        self.shared_noise = shared_noise
+        self.clip_grad_norm = clip_grad_norm
+        self.validation_fraction = validation_fraction
+        self.n_iter_no_change = n_iter_no_change
+        self.tol = tol
+        self.warm_start = warm_start
+        self.callbacks = callbacks
+        self.device = device
+        self.random_state = random_state
+        self.verbose = verbose
+
+    def _build_decoder(self, n_features):
+        return MixtureDecoder(self.n_components, n_features, self.bn_eps)
+
+    def _topic_word(self):
+        with torch.no_grad():
+            topic_word = self.net_.module_.decoder.topic_word().double().cpu().numpy()
+        return topic_word / topic_word.sum(axis=1, keepdims=True)
+
+    def _likelihood(self):
+        return MixtureLikelihood(self.components_.copy())

@@ -1,0 +1,85 @@
+"""Parameter and attribute descriptions shared by AVITM and ProdLDA docstrings."""
+
+ENCODER_AND_TRAINING = """
+hidden_sizes : tuple of int, default=(100, 100)
+    Widths of the inference network's hidden layers (AVITM: 100-100).
+activation : {"softplus", "relu", "tanh", "elu", "selu"}, default="softplus"
+    Hidden-layer non-linearity (AVITM: softplus).
+learning_rate : float
+    Adam step size.
+adam_betas : tuple of float, default=(0.99, 0.999)
+    Adam's (beta1, beta2). The high momentum beta1 = 0.99 is one of the
+    paper's measures against component collapse.
+batch_size : int, default=200
+    Documents per mini-batch (AVITM: 200).
+max_iter : int
+    Number of epochs. Under ``warm_start`` or ``partial_fit`` each call adds
+    ``max_iter`` epochs and ``n_iter_`` accumulates.
+batch_sampling : {"with_replacement", "shuffle"}, default="with_replacement"
+    ``"with_replacement"`` (the original code) draws ``n // batch_size``
+    batches of ``batch_size`` documents with replacement per epoch;
+    ``"shuffle"`` visits a fresh permutation of the documents per epoch.
+bn_momentum : float, default=1e-3
+    Running-average momentum of the batch norms (TF ``decay=0.999``).
+bn_eps : float, default=1e-3
+    Batch-norm epsilon (TF default).
+bn_statistics : {"recompute", "running"}, default="recompute"
+    How inference normalises. ``"recompute"`` measures the batch-norm
+    statistics exactly over the training documents at the end of fit (the
+    running averages converge far too slowly at momentum 1e-3);
+    ``"running"`` uses the running averages, as the PyTorch ports do.
+clip_grad_norm : float or None, default=None
+    Clip the gradient's global norm to this value.
+validation_fraction : float or None, default=None
+    Hold out this fraction of the documents to report ``valid_loss`` per
+    epoch and stop early when it has not improved by ``tol`` for
+    ``n_iter_no_change`` epochs. None trains on everything for ``max_iter``
+    epochs.
+n_iter_no_change : int, default=10
+    Patience of early stopping (only with ``validation_fraction``).
+tol : float, default=1e-4
+    Minimum improvement of ``valid_loss`` for early stopping.
+warm_start : bool, default=False
+    Continue from the previous fit's parameters instead of re-initialising.
+callbacks : list of skorch callbacks or None, default=None
+    Extra ``(name, callback)`` pairs or callbacks forwarded to the private
+    skorch net (``history_`` holds what they record).
+device : {"auto", "cpu", "cuda"}, str or torch.device, default="auto"
+    Where to train. ``"auto"`` uses CUDA when available. Fitted attributes
+    are numpy arrays and the model pickles to a CPU-only machine.
+random_state : int, RandomState instance or None, default=None
+    Seeds initialisation, batch order, dropout and the reparameterisation
+    noise. An int gives bit-identical fits on CPU. torch's global RNG is left
+    untouched.
+verbose : int, default=0
+    ``1`` prints one line per epoch (loss, seconds).
+"""
+
+FITTED_ATTRIBUTES = """
+components_ : ndarray of shape (n_components, n_features)
+    Topic-word distributions, rows sum to 1.
+doc_topic_prior_ : ndarray of shape (n_components,)
+    The Dirichlet parameter whose Laplace approximation is the prior.
+topic_word_prior_ : None
+    The topic-word matrix is a point estimate without prior.
+n_iter_ : int
+    Epochs run, cumulated under ``warm_start`` / ``partial_fit``.
+net_ : skorch.NeuralNet
+    The private skorch net owning the torch module and optimiser.
+history_ : skorch.history.History
+    Per-epoch ``train_loss`` (negative ELBO per document), ``valid_loss``
+    and ``dur`` (seconds).
+device_ : torch.device
+    The device the model was trained on.
+n_features_in_ : int
+    Number of words seen during fit.
+feature_names_in_ : ndarray of shape (n_features_in_,)
+    Names of the words seen during fit, when ``X`` had string column names.
+"""
+
+COUNT_POLICY = """
+Input is a non-negative document-term count matrix, sparse or dense. Fractional
+entries are used as weights (for example tf-idf-like re-weightings). Documents
+without tokens are ignored by ``fit`` and get the prior mean in ``transform``.
+The matrix is densified one mini-batch at a time.
+"""

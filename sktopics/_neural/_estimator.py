@@ -1,0 +1,271 @@
+"""Shared plumbing of the neural topic models (AVITM, ProdLDA): the skorch net,
+batch-norm freezing, transform, score and the generative view."""
+
+import warnings
+from numbers import Integral, Real
+
+import numpy as np
+import torch
+from skorch.helper import predefined_split
+
+from .._base import BaseTopicModel
+from .._generative import GenerativeView, LogisticNormalPrior, laplace_logistic_normal
+from ..utils._sklearn_compat import Interval, StrOptions
+from ..utils._torch import make_generator, rng_scope
+from ._data import BATCH_SAMPLING, CSRBatchIterator, CSRDataset
+from ._losses import negative_elbo
+from ._modules import ACTIVATIONS, InferenceNetwork, TFBatchNorm, TopicVAE
+from ._net import EpochMonitor, TopicNet
+
+__all__ = ["NeuralTopicModel"]
+
+#: Documents per batch at inference (transform, score, statistics).
+_INFERENCE_BATCH = 2048
+
+
+class NeuralTopicModel(BaseTopicModel):
+    """Base class of AVITM and ProdLDA (logistic-normal VAE topic models).
+
+    Subclasses define ``_build_decoder(n_features)``, ``_topic_word()`` (numpy
+    K x V rows summing to 1) and ``_likelihood()`` (for the generative view).
+    """
+
+    _parameter_constraints = {
+        **BaseTopicModel._parameter_constraints,
+        "doc_topic_prior": [Interval(Real, 0, None, closed="neither"), "array-like"],
+        "hidden_sizes": ["array-like"],
+        "activation": [StrOptions(set(ACTIVATIONS))],
+        "dropout": [Interval(Real, 0, 1, closed="left")],
+        "learning_rate": [Interval(Real, 0, None, closed="neither")],
+        "adam_betas": [tuple, list],
+        "batch_size": [Interval(Integral, 2, None, closed="left")],
+        "max_iter": [Interval(Integral, 0, None, closed="left")],
+        "batch_sampling": [StrOptions({"with_replacement", "shuffle"})],
+        "bn_momentum": [Interval(Real, 0, 1, closed="both")],
+        "bn_eps": [Interval(Real, 0, None, closed="neither")],
+        "bn_statistics": [StrOptions({"recompute", "running"})],
+        "shared_noise": ["boolean"],
+        "clip_grad_norm": [None, Interval(Real, 0, None, closed="neither")],
+        "validation_fraction": [None, Interval(Real, 0, 1, closed="neither")],
+        "n_iter_no_change": [Interval(Integral, 1, None, closed="left")],
+        "tol": [Interval(Real, 0, None, closed="left")],
+        "warm_start": ["boolean"],
+        "callbacks": [None, list],
+    }
+
+    # ----------------------------------------------------------------- fitting
+    def _fit(self, X, seed, *, warm):
+        X = X.astype(np.float32)
+        X = X[np.flatnonzero(np.asarray(X.sum(axis=1)).ravel() > 0)]
+        if X.shape[0] < 2:
+            raise ValueError(
+                f"{type(self).__name__} needs at least 2 documents with tokens to fit; "
+                f"got {X.shape[0]}."
+            )
+        train, valid = self._split_validation(X, seed)
+        self.doc_topic_prior_ = self._resolve_doc_topic_prior()
+        with rng_scope(seed, self.device_):
+            if not (warm and hasattr(self, "net_")):
+                self.net_ = self._build_net(X.shape[1])
+                self.net_.initialize()
+            net = self.net_
+            _set_frozen_batch_norm(net.module_, False)
+            # Plain attributes: skorch's set_params would re-initialise the net.
+            net.max_epochs = self.max_iter
+            net.iterator_train__seed = seed + len(net.history)
+            net.train_split = None if valid is None else predefined_split(CSRDataset(valid))
+            try:
+                net.partial_fit(CSRDataset(train))
+            finally:
+                net.train_split = None  # keeps validation data out of pickles
+            self._freeze_batch_norm(train, seed)
+        self.n_iter_ = len(net.history)
+        self.components_ = self._topic_word()
+        self.topic_word_prior_ = None
+        self._warn_if_collapsed()
+        return self
+
+    def _resolve_doc_topic_prior(self):
+        prior = np.asarray(self.doc_topic_prior, dtype=np.float64)
+        if prior.ndim == 0:
+            return np.full(self.n_components, float(prior))
+        if prior.shape != (self.n_components,) or np.any(prior <= 0):
+            raise ValueError(
+                "doc_topic_prior must be a positive float or an array of "
+                f"n_components={self.n_components} positive values; got shape {prior.shape}."
+            )
+        return prior
+
+    def _split_validation(self, X, seed):
+        if self.validation_fraction is None:
+            return X, None
+        n_valid = int(round(self.validation_fraction * X.shape[0]))
+        if n_valid < 2 or X.shape[0] - n_valid < 2:
+            raise ValueError(
+                f"validation_fraction={self.validation_fraction} leaves fewer than 2 "
+                f"documents on one side of the split of {X.shape[0]} documents."
+            )
+        order = np.random.default_rng(seed).permutation(X.shape[0])
+        return X[np.sort(order[n_valid:])], X[np.sort(order[:n_valid])]
+
+    def _build_net(self, n_features):
+        prior_mean, prior_var = laplace_logistic_normal(self.doc_topic_prior_)
+        encoder = InferenceNetwork(
+            n_features, self.n_components, tuple(self.hidden_sizes), self.activation,
+            self.dropout, self.bn_eps, self.bn_momentum,
+        )
+        module = TopicVAE(
+            encoder, self._build_decoder(n_features), prior_mean, prior_var,
+            theta_dropout=self.dropout, shared_noise=self.shared_noise,
+        )
+        monitor = EpochMonitor(
+            verbose=self.verbose,
+            n_iter_no_change=self.n_iter_no_change if self.validation_fraction else None,
+            tol=self.tol,
+            estimator_name=type(self).__name__,
+        )
+        callbacks = [("monitor", monitor)]
+        if self.clip_grad_norm is not None:
+            from skorch.callbacks import GradientNormClipping
+
+            callbacks.append(("clip", GradientNormClipping(self.clip_grad_norm)))
+        callbacks += list(self.callbacks or [])
+        return TopicNet(
+            module=module,
+            criterion=torch.nn.Identity,
+            optimizer=torch.optim.Adam,
+            optimizer__lr=self.learning_rate,
+            optimizer__betas=tuple(self.adam_betas),
+            batch_size=self.batch_size,
+            max_epochs=self.max_iter,
+            train_split=None,
+            iterator_train=CSRBatchIterator,
+            iterator_train__sampling=self.batch_sampling,
+            iterator_train__device=self.device_,
+            iterator_valid=CSRBatchIterator,
+            iterator_valid__sampling="sequential",
+            iterator_valid__batch_size=-1,
+            iterator_valid__device=self.device_,
+            callbacks=callbacks,
+            warm_start=True,
+            device=self.device_,
+            verbose=0,
+        )
+
+    def _freeze_batch_norm(self, X, seed):
+        """Replace the half-converged running averages by exact training-set statistics.
+
+        The encoder's batch norms are measured first (dropout off); the decoder's
+        then sees theta sampled from the now-frozen encoder, as in training.
+        """
+        module = self.net_.module_
+        module.eval()
+        if self.bn_statistics == "running":
+            _set_frozen_batch_norm(module, True)
+            return
+        generator = make_generator(seed, self.device_)
+        for part in (module.encoder, module.decoder):
+            norms = [m for m in part.modules() if isinstance(m, TFBatchNorm)]
+            for norm in norms:
+                norm.start_accumulating()
+            with torch.no_grad():
+                for batch in self._batches(X):
+                    module(batch, generator=generator)
+            for norm in norms:
+                norm.stop_accumulating()
+
+    # --------------------------------------------------------------- inference
+    def _batches(self, X):
+        iterator = CSRBatchIterator(
+            CSRDataset(X), _INFERENCE_BATCH, sampling="sequential", device=self._device()
+        )
+        for batch, _ in iterator:
+            yield batch
+
+    def _device(self):
+        return getattr(self, "device_", torch.device("cpu"))
+
+    def _module(self):
+        module = self.net_.module_
+        module.eval()
+        return module
+
+    def _transform(self, X):
+        module = self._module()
+        parts = []
+        with torch.no_grad():
+            for batch in self._batches(X.astype(np.float32)):
+                mu, _ = module.encoder(batch)
+                parts.append(torch.softmax(mu.double(), dim=-1).cpu().numpy())
+        doc_topic = np.concatenate(parts) if parts else np.empty((0, self.n_components))
+        empty = np.asarray(X.sum(axis=1)).ravel() <= 0
+        doc_topic[empty] = self.doc_topic_prior_ / self.doc_topic_prior_.sum()
+        return doc_topic / doc_topic.sum(axis=1, keepdims=True)
+
+    def _score_per_token(self, X):
+        """ELBO per token: a stochastic lower bound on log p(X) / n_tokens."""
+        X = X.astype(np.float32)
+        X = X[np.flatnonzero(np.asarray(X.sum(axis=1)).ravel() > 0)]
+        module = self._module()
+        generator = make_generator(0, self._device())
+        total = 0.0
+        with torch.no_grad():
+            for batch in self._batches(X):
+                log_probs, mu, logvar = module(batch, generator=generator)
+                total += float(negative_elbo(
+                    batch.double(), log_probs.double(), mu.double(), logvar.double(),
+                    module.prior_mean.double(), module.prior_var.double(),
+                ).sum())
+        return -total / float(X.sum())
+
+    def _generative_view(self):
+        from sklearn.utils.validation import check_is_fitted
+
+        check_is_fitted(self, "components_")
+        mean, var = laplace_logistic_normal(self.doc_topic_prior_)
+        return GenerativeView(
+            prior=LogisticNormalPrior(mean, var, approximates=self.doc_topic_prior_.copy()),
+            likelihood=self._likelihood(),
+            n_features=self.n_features_in_,
+            proposal=EncoderProposal(self._module().encoder),
+        )
+
+    # ------------------------------------------------------------- reporting
+    @property
+    def history_(self):
+        """Training history (a :class:`skorch.history.History`), read-only."""
+        return self.net_.history
+
+    def _warn_if_collapsed(self):
+        n_topics, n_words = self.components_.shape
+        if n_topics < 4 or n_words < 10 * n_topics:
+            return
+        top = np.argsort(-self.components_, axis=1, kind="stable")[:, :10]
+        diversity = np.unique(top).size / top.size
+        if diversity < 0.25:
+            warnings.warn(
+                f"{type(self).__name__}: the topics look collapsed (only {diversity:.0%} "
+                "of the top-10 words are distinct across topics). Train longer, raise "
+                "learning_rate or keep batch norm and dropout on (see the user guide).",
+                UserWarning,
+                stacklevel=4,
+            )
+
+
+class EncoderProposal:
+    """The amortised posterior q(h | x) of a fitted encoder, as ``x -> (loc, scale)``."""
+
+    def __init__(self, encoder):
+        self.encoder = encoder
+
+    def __call__(self, x):
+        encoder = self.encoder.to(x.device)
+        with torch.no_grad():
+            mu, logvar = encoder(x.to(torch.float32))
+        return mu.to(x.dtype), torch.exp(0.5 * logvar).to(x.dtype)
+
+
+def _set_frozen_batch_norm(module, frozen):
+    for norm in module.modules():
+        if isinstance(norm, TFBatchNorm):
+            norm.use_running_stats = frozen

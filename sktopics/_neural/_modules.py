@@ -1,0 +1,178 @@
+"""torch modules of the neural topic models: encoder, decoders, TF-style batch norm.
+
+Maths only: imports torch, never scikit-learn or skorch.
+"""
+
+import torch
+from torch import nn
+
+__all__ = [
+    "TFBatchNorm",
+    "InferenceNetwork",
+    "ProductOfExpertsDecoder",
+    "MixtureDecoder",
+    "TopicVAE",
+    "ACTIVATIONS",
+]
+
+ACTIVATIONS = {
+    "softplus": nn.Softplus,
+    "relu": nn.ReLU,
+    "tanh": nn.Tanh,
+    "elu": nn.ELU,
+    "selu": nn.SELU,
+}
+
+
+class TFBatchNorm(nn.Module):
+    """Batch norm with TensorFlow-1 ``batch_norm`` defaults as AVITM used them.
+
+    A learnable shift and no scale (``center=True, scale=False``), ``eps=1e-3`` and a
+    running-average momentum of ``1e-3`` (TF's ``decay=0.999``).
+
+    Normalisation uses the batch statistics while ``use_running_stats`` is False
+    (during fit, in training and validation alike, like the original graph) and the
+    stored statistics once the estimator has frozen them at the end of fit, so that
+    single documents are handled correctly at inference.
+    """
+
+    def __init__(self, num_features, eps=1e-3, momentum=1e-3):
+        super().__init__()
+        self.eps = eps
+        self.momentum = momentum
+        self.bias = nn.Parameter(torch.zeros(num_features))
+        self.register_buffer("running_mean", torch.zeros(num_features))
+        self.register_buffer("running_var", torch.ones(num_features))
+        self.use_running_stats = False
+        self._accumulator = None
+
+    def forward(self, x):
+        if self.use_running_stats and not self.training and self._accumulator is None:
+            mean, var = self.running_mean, self.running_var
+        else:
+            mean = x.mean(0)
+            var = x.var(0, unbiased=False)
+            if self._accumulator is not None:
+                self._accumulate(x)
+            elif self.training and self.momentum > 0:
+                with torch.no_grad():
+                    self.running_mean.lerp_(mean.detach(), self.momentum)
+                    self.running_var.lerp_(var.detach(), self.momentum)
+        return (x - mean) * torch.rsqrt(var + self.eps) + self.bias
+
+    # Exact statistics over a whole data set, accumulated batch by batch.
+    def start_accumulating(self):
+        self._accumulator = [0.0, 0.0, 0]
+
+    def _accumulate(self, x):
+        x = x.detach().double()
+        self._accumulator[0] = self._accumulator[0] + x.sum(0)
+        self._accumulator[1] = self._accumulator[1] + (x * x).sum(0)
+        self._accumulator[2] += x.shape[0]
+
+    def stop_accumulating(self):
+        total, total_sq, count = self._accumulator
+        self._accumulator = None
+        if count == 0:
+            return
+        mean = total / count
+        var = (total_sq / count - mean * mean).clamp_min(0.0)
+        self.running_mean.copy_(mean.to(self.running_mean.dtype))
+        self.running_var.copy_(var.to(self.running_var.dtype))
+        self.use_running_stats = True
+
+
+def _glorot_linear(n_in, n_out):
+    layer = nn.Linear(n_in, n_out)
+    nn.init.xavier_uniform_(layer.weight)
+    nn.init.zeros_(layer.bias)
+    return layer
+
+
+class InferenceNetwork(nn.Module):
+    """q(h | x) = N(mu(x), diag exp(logvar(x))): an MLP with batch-normed heads."""
+
+    def __init__(self, n_features, n_topics, hidden_sizes, activation, dropout, bn_eps,
+                 bn_momentum):
+        super().__init__()
+        layers, n_in = [], n_features
+        for size in hidden_sizes:
+            layers += [_glorot_linear(n_in, size), ACTIVATIONS[activation]()]
+            n_in = size
+        layers.append(nn.Dropout(dropout))
+        self.hidden = nn.Sequential(*layers)
+        self.mu = _glorot_linear(n_in, n_topics)
+        self.logvar = _glorot_linear(n_in, n_topics)
+        self.mu_bn = TFBatchNorm(n_topics, bn_eps, bn_momentum)
+        self.logvar_bn = TFBatchNorm(n_topics, bn_eps, bn_momentum)
+
+    def forward(self, x):
+        hidden = self.hidden(x)
+        return self.mu_bn(self.mu(hidden)), self.logvar_bn(self.logvar(hidden))
+
+
+class ProductOfExpertsDecoder(nn.Module):
+    """ProdLDA: log softmax(BN(theta @ beta) + background)."""
+
+    def __init__(self, n_topics, n_features, bn_eps, bn_momentum, background=None):
+        super().__init__()
+        self.beta = nn.Parameter(nn.init.xavier_uniform_(torch.empty(n_topics, n_features)))
+        self.bn = TFBatchNorm(n_features, bn_eps, bn_momentum)
+        self.register_buffer(
+            "background",
+            torch.zeros(n_features) if background is None
+            else torch.as_tensor(background, dtype=torch.float32),
+        )
+
+    def forward(self, theta):
+        return torch.log_softmax(self.bn(theta @ self.beta) + self.background, dim=-1)
+
+
+class MixtureDecoder(nn.Module):
+    """AVITM (NVLDA): log(theta @ softmax(BN(beta))), BN across topics for each word.
+
+    The batch norm normalises the parameter ``beta`` itself, so it always uses
+    ``beta``'s own per-word statistics and keeps no running averages.
+    """
+
+    def __init__(self, n_topics, n_features, bn_eps):
+        super().__init__()
+        self.beta = nn.Parameter(nn.init.xavier_uniform_(torch.empty(n_topics, n_features)))
+        self.bias = nn.Parameter(torch.zeros(n_features))
+        self.bn_eps = bn_eps
+
+    def topic_word(self):
+        beta = self.beta
+        normed = (beta - beta.mean(0)) * torch.rsqrt(beta.var(0, unbiased=False) + self.bn_eps)
+        return torch.softmax(normed + self.bias, dim=-1)
+
+    def forward(self, theta):
+        return torch.log(theta @ self.topic_word() + 1e-10)
+
+
+class TopicVAE(nn.Module):
+    """Encoder, reparameterised logistic-normal sample, theta dropout, decoder.
+
+    ``forward(x)`` returns ``(log_word_probs, mu, logvar)``; the ELBO is assembled in
+    :mod:`sktopics._neural._losses`. The fixed Laplace prior lives in buffers.
+    """
+
+    def __init__(self, encoder, decoder, prior_mean, prior_var, theta_dropout,
+                 shared_noise=False):
+        super().__init__()
+        self.encoder = encoder
+        self.decoder = decoder
+        self.theta_dropout = nn.Dropout(theta_dropout)
+        self.shared_noise = shared_noise
+        self.register_buffer("prior_mean", torch.as_tensor(prior_mean, dtype=torch.float32))
+        self.register_buffer("prior_var", torch.as_tensor(prior_var, dtype=torch.float32))
+
+    def sample_h(self, mu, logvar, generator=None):
+        shape = (1, mu.shape[1]) if self.shared_noise and self.training else mu.shape
+        noise = torch.randn(shape, generator=generator, device=mu.device, dtype=mu.dtype)
+        return mu + torch.exp(0.5 * logvar) * noise
+
+    def forward(self, x, generator=None):
+        mu, logvar = self.encoder(x)
+        theta = torch.softmax(self.sample_h(mu, logvar, generator), dim=-1)
+        return self.decoder(self.theta_dropout(theta)), mu, logvar

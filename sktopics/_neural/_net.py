@@ -1,0 +1,91 @@
+"""The private skorch net that trains a :class:`~._modules.TopicVAE`.
+
+No public class inherits from :class:`skorch.NeuralNet`: the estimators own one of
+these as ``net_`` (composition), which keeps skorch's parameters out of
+``get_params`` and its ``predict`` out of the public API.
+"""
+
+import math
+import time
+
+import torch
+from skorch import NeuralNet
+from skorch.callbacks import Callback
+
+from ._losses import negative_elbo
+
+__all__ = ["TopicNet", "EpochMonitor"]
+
+
+class TopicNet(NeuralNet):
+    """skorch net whose loss is the negative ELBO, averaged over the batch."""
+
+    def get_loss(self, y_pred, y_true, X=None, training=False):
+        log_word_probs, mu, logvar = y_pred
+        module = self.module_
+        return negative_elbo(
+            X, log_word_probs, mu, logvar, module.prior_mean, module.prior_var
+        ).mean()
+
+
+class EpochMonitor(Callback):
+    """Epoch bookkeeping without skorch's default callbacks.
+
+    Records ``train_loss`` (and ``valid_loss``) per epoch as the document-weighted
+    mean of the batch losses, and ``dur`` in seconds; prints a line per epoch when
+    ``verbose``; raises ``FloatingPointError`` as soon as a loss is not finite;
+    stops training (early stopping) when ``valid_loss`` has not improved by ``tol``
+    for ``n_iter_no_change`` epochs.
+    """
+
+    def __init__(self, verbose=0, n_iter_no_change=None, tol=0.0, estimator_name="model"):
+        self.verbose = verbose
+        self.n_iter_no_change = n_iter_no_change
+        self.tol = tol
+        self.estimator_name = estimator_name
+
+    def initialize(self):
+        self.best_loss_ = math.inf
+        self.epochs_without_improvement_ = 0
+        return self
+
+    def on_epoch_begin(self, net, **kwargs):
+        self._epoch_start = time.perf_counter()
+
+    def on_batch_end(self, net, batch=None, training=None, loss=None, **kwargs):
+        value = float(loss.item())
+        if not math.isfinite(value):
+            raise FloatingPointError(
+                f"{self.estimator_name}: the training loss became {value} in epoch "
+                f"{len(net.history)}. Lower learning_rate, enable clip_grad_norm or check "
+                "the input counts."
+            )
+
+    def on_epoch_end(self, net, **kwargs):
+        row = net.history[-1]
+        duration = time.perf_counter() - self._epoch_start
+        net.history.record("dur", duration)
+        for prefix in ("train", "valid"):
+            batches = row["batches"]
+            losses = [b[f"{prefix}_loss"] for b in batches if f"{prefix}_loss" in b]
+            sizes = [b[f"{prefix}_batch_size"] for b in batches if f"{prefix}_loss" in b]
+            if losses:
+                mean = sum(l * s for l, s in zip(losses, sizes)) / sum(sizes)
+                net.history.record(f"{prefix}_loss", mean)
+        if self.verbose:
+            parts = [f"epoch {row['epoch']:4d}", f"train_loss {row['train_loss']:.4f}"]
+            if "valid_loss" in row:
+                parts.append(f"valid_loss {row['valid_loss']:.4f}")
+            parts.append(f"{duration:.2f}s")
+            print(f"[{self.estimator_name}] " + "  ".join(parts), flush=True)
+        if self.n_iter_no_change is not None and "valid_loss" in row:
+            if row["valid_loss"] < self.best_loss_ - self.tol:
+                self.best_loss_ = row["valid_loss"]
+                self.epochs_without_improvement_ = 0
+            else:
+                self.epochs_without_improvement_ += 1
+            if self.epochs_without_improvement_ >= self.n_iter_no_change:
+                if self.verbose:
+                    print(f"[{self.estimator_name}] early stopping: valid_loss has not "
+                          f"improved for {self.n_iter_no_change} epochs", flush=True)
+                raise KeyboardInterrupt

@@ -1,0 +1,65 @@
+"""``top_words``: the most probable words of each topic."""
+
+import numpy as np
+
+from .utils._validation import check_topic_word
+
+__all__ = ["top_words"]
+
+
+def top_words(estimator, n_words=10, feature_names=None):
+    """Most probable words of each topic of a fitted model or pipeline.
+
+    Parameters
+    ----------
+    estimator : fitted topic model or Pipeline
+        Anything with ``components_``, or a :class:`~sklearn.pipeline.Pipeline`
+        whose last step has them. When ``feature_names`` is None, the vocabulary
+        comes from the pipeline's preceding steps (``get_feature_names_out``,
+        e.g. a :class:`~sklearn.feature_extraction.text.CountVectorizer`), else
+        from the model's ``feature_names_in_``, else word indices are returned.
+    n_words : int, default=10
+        Words per topic, in decreasing order of probability (ties: lower index).
+    feature_names : array-like of str, default=None
+        Explicit vocabulary, overriding the above.
+
+    Returns
+    -------
+    words : list of list
+        ``words[k]`` lists the top ``n_words`` words of topic ``k``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sktopics import top_words
+    >>> top_words(np.array([[0.1, 0.7, 0.2], [0.5, 0.2, 0.3]]), 2, ["a", "b", "c"])
+    [['b', 'c'], ['a', 'c']]
+    """
+    topic_word = check_topic_word(estimator, name="estimator")
+    if not isinstance(n_words, (int, np.integer)) or n_words < 1:
+        raise ValueError(f"n_words must be a positive int; got {n_words!r}.")
+    if feature_names is None:
+        feature_names = _vocabulary_of(estimator)
+    if feature_names is not None:
+        feature_names = np.asarray(feature_names, dtype=object)
+        if feature_names.shape[0] != topic_word.shape[1]:
+            raise ValueError(
+                f"feature_names has {feature_names.shape[0]} entries but the model has "
+                f"{topic_word.shape[1]} words."
+            )
+    order = np.argsort(-topic_word, axis=1, kind="stable")[:, :n_words]
+    if feature_names is None:
+        return [row.tolist() for row in order]
+    return [feature_names[row].tolist() for row in order]
+
+
+def _vocabulary_of(estimator):
+    if hasattr(estimator, "steps") and len(estimator.steps) > 1:
+        try:
+            return estimator[:-1].get_feature_names_out()
+        except (AttributeError, ValueError, TypeError):
+            pass
+        model = estimator[-1]
+    else:
+        model = estimator
+    return getattr(model, "feature_names_in_", None)

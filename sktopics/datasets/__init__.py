@@ -1,0 +1,33 @@
+"""Corpora for topic modelling: embedded, local and synthetic.
+
+* :func:`load_bbc_news` -- BBC News (OCTIS preprocessing), shipped with the package.
+* ``load_*`` local loaders -- corpora read from a folder you provide
+  (``data_home`` or the ``SKTOPICS_DATA`` environment variable).
+* :func:`make_lda_corpus` -- counts sampled from LDA with known parameters.
+
+Nothing in this subpackage downloads data.
+"""
+
+from ._embedded import load_bbc_news
+from ._local import (
+    get_data_home,
+    load_20news_avitm,
+    load_20ng_etm,
+    load_googlenews,
+    load_nips,
+    load_nyt,
+    load_octis,
+)
+from ._synthetic import make_lda_corpus
+
+__all__ = [
+    "get_data_home",
+    "load_20news_avitm",
+    "load_20ng_etm",
+    "load_bbc_news",
+    "load_googlenews",
+    "load_nips",
+    "load_nyt",
+    "load_octis",
+    "make_lda_corpus",
+]

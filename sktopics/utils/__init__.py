@@ -1,0 +1,1 @@
+"""Utilities shared by the sktopics estimators and evaluation code."""

@@ -1,0 +1,84 @@
+"""Validation of count matrices: the count policy shared by every estimator."""
+
+import warnings
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.exceptions import DataConversionWarning
+
+from ._sklearn_compat import validate_data
+
+__all__ = ["check_count_matrix", "check_topic_word"]
+
+
+def check_count_matrix(estimator, X, *, reset, integer_counts=False, min_samples=1):
+    """Validate a document-term count matrix and return it as CSR float.
+
+    Parameters
+    ----------
+    estimator : BaseEstimator
+        The estimator, for ``n_features_in_`` / ``feature_names_in_`` bookkeeping.
+    X : {array-like, sparse matrix} of shape (n_samples, n_features)
+        Non-negative counts.
+    reset : bool
+        True in ``fit`` (records the number of features), False afterwards (checks it).
+    integer_counts : bool, default=False
+        When True, non-integer entries are rounded with :func:`numpy.rint` and a
+        :class:`~sklearn.exceptions.DataConversionWarning` is emitted (Gibbs models).
+        When False, fractional entries are kept as weights (neural models).
+    min_samples : int, default=1
+        Minimum number of documents.
+
+    Returns
+    -------
+    X : scipy.sparse.csr_matrix
+        float64 or float32 CSR matrix with sorted indices; never the caller's object
+        when a change (rounding, sorting) is needed.
+    """
+    X = validate_data(
+        estimator,
+        X,
+        reset=reset,
+        accept_sparse=("csr", "csc", "coo"),
+        dtype=(np.float64, np.float32),
+        ensure_min_samples=min_samples,
+        ensure_all_finite=True,
+    )
+    X = sp.csr_matrix(X) if not sp.isspmatrix_csr(X) else X
+    values = X.data
+    if values.size and values.min() < 0:
+        raise ValueError(
+            f"Negative values in data passed to {type(estimator).__name__}: a "
+            "document-term matrix holds non-negative counts."
+        )
+    if integer_counts and values.size:
+        rounded = np.rint(values)
+        if not np.array_equal(rounded, values):
+            warnings.warn(
+                f"{type(estimator).__name__} samples integer token counts; "
+                "non-integer entries were rounded to the nearest integer.",
+                DataConversionWarning,
+                stacklevel=3,
+            )
+            X = X.copy()
+            X.data = rounded
+    if not X.has_sorted_indices:
+        X = X.sorted_indices()
+    return X
+
+
+def check_topic_word(topic_word, name="topic_word"):
+    """Return a finite 2-D float64 topic-word array, or the fitted model's one."""
+    if hasattr(topic_word, "components_"):
+        topic_word = topic_word.components_
+    elif hasattr(topic_word, "steps"):
+        topic_word = topic_word[-1].components_
+    array = np.asarray(topic_word, dtype=np.float64)
+    if array.ndim != 2 or array.shape[0] < 1 or array.shape[1] < 1:
+        raise ValueError(
+            f"{name} must be a fitted topic model or a 2-D (n_topics, n_words) "
+            f"array; got an array of shape {array.shape}."
+        )
+    if not np.all(np.isfinite(array)):
+        raise ValueError(f"{name} contains NaN or infinite values.")
+    return array
