@@ -7,15 +7,18 @@ with :func:`top_words`. Submodules :mod:`sktopics.metrics`,
 
 import importlib
 
+from ._gibbs._lda_gibbs import LDAGibbs
 from ._neural._avitm import AVITM
+from ._neural._molda import MoLDA
+from ._neural._pamvi import PAMVI
 from ._neural._prodlda import ProdLDA
 from ._topwords import top_words
 
 __version__ = "0.1.0"
 
-_SUBMODULES = ("datasets", "metrics", "model_selection", "utils")
+_SUBMODULES = ("datasets", "metrics", "model_selection", "pam", "utils")
 
-__all__ = ["AVITM", "ProdLDA", "top_words", "__version__", *_SUBMODULES]
+__all__ = ["AVITM", "LDAGibbs", "MoLDA", "PAMVI", "ProdLDA", "top_words", "__version__", *_SUBMODULES]
 
 
 def __getattr__(name):

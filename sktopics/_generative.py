@@ -7,6 +7,36 @@ object, so it needs no per-estimator code. All arrays are CPU numpy; the ``torch
 methods take tensors on whatever device the caller works on.
 
 This module is maths only: it imports numpy and torch, never scikit-learn or skorch.
+
+Capability protocol (what :mod:`sktopics.model_selection` looks for)
+---------------------------------------------------------------------
+Evaluation never type-checks priors or likelihoods; it asks a view for capabilities,
+in this order, and uses the first one present:
+
+1. ``view.path_mixture() -> (phi, alpha_root, alpha_sub) or None`` (PAM, 4-level):
+   ``phi`` (T, V) sub-topic/word, ``alpha_root`` (S,), ``alpha_sub`` (S, T). The per-token
+   latent is a path (s, t); z-space AIS uses the collapsed conditional
+   ``(n_s + alpha_root_s) (n_st + alpha_st) / (n_s + A_s) * phi[t, w]**b``
+   (``evaluation.md`` section 5; keep the s-dependent denominator). Views without it
+   may omit the method.
+2. ``view.token_mixture() -> (phi, alpha) or None``: words are a per-token mixture
+   ``theta @ phi`` with ``theta ~ Dirichlet(alpha)``: z-space AIS (theta collapsed),
+   left-to-right, ratio-AIS on the geometric and convex paths, iteration-AIS.
+3. Otherwise the continuous engine, which needs:
+   ``prior.log_prob_h(h)`` and ``prior.sample_h(n, generator, device, dtype)`` for a
+   logistic-normal prior on ``h`` (``theta = softmax(h)``), or ``prior.alpha``
+   (Dirichlet; then the engine works on ``h`` with the log-Jacobian added);
+   ``likelihood.log_prob(x, theta)`` differentiable in ``theta`` (torch autograd),
+   returning ``(...,)`` for counts ``x`` ``(..., V)`` and ``theta`` ``(..., K)``,
+   without the multinomial coefficient by default; optionally
+   ``view.proposal(x) -> (loc, scale)`` (an amortised Gaussian q(h | x)) where AIS /
+   importance sampling starts.
+
+A new model family (e.g. ``sktopics/_generative_pam.py``) adds prior/likelihood
+classes implementing these methods and, for z-space evaluation, a view subclass (or a
+``GenerativeView`` whose likelihood carries the method) exposing ``token_mixture`` or
+``path_mixture``. Arrays are CPU numpy float64; methods taking tensors must work on
+any device and dtype.
 """
 
 from dataclasses import dataclass, field
@@ -165,6 +195,15 @@ class GenerativeView:
     @property
     def n_topics(self):
         return self.prior.n_topics
+
+    def path_mixture(self):
+        """``(phi, alpha_root, alpha_sub)`` for a PAM view, ``None`` otherwise.
+
+        Delegates to ``likelihood.path_mixture(prior)`` when the likelihood defines
+        it (see the capability protocol in the module docstring).
+        """
+        method = getattr(self.likelihood, "path_mixture", None)
+        return None if method is None else method(self.prior)
 
     def token_mixture(self):
         """``(topic_word, alpha)`` when words are a per-token mixture over topics.

@@ -4,13 +4,16 @@ Each estimator module adds one entry to ``FAST_PARAMS``; ``tests/test_common.py`
 scikit-learn's ``parametrize_with_checks`` on all of them.
 """
 
-from sktopics import AVITM, ProdLDA
+from sktopics import AVITM, LDAGibbs, MoLDA, PAMVI, ProdLDA
 
 _NEURAL_FAST = dict(n_components=3, max_iter=2, batch_size=8, hidden_sizes=(8, 8), device="cpu")
 
 FAST_PARAMS = {
     AVITM: _NEURAL_FAST,
     ProdLDA: _NEURAL_FAST,
+    LDAGibbs: dict(n_components=3, max_iter=5, transform_max_iter=10, device="cpu"),
+    PAMVI: dict(structure=(2, 3), max_iter=2, batch_size=8, hidden_sizes=(8, 8), device="cpu"),
+    MoLDA: dict(components=(2, 3), max_iter=2, batch_size=8, hidden_sizes=(8, 8), device="cpu"),
 }
 
 #: {estimator class: {check name: reason}}

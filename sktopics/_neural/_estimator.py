@@ -13,14 +13,20 @@ from .._generative import GenerativeView, LogisticNormalPrior, laplace_logistic_
 from ..utils._sklearn_compat import Interval, StrOptions
 from ..utils._torch import make_generator, rng_scope
 from ._data import BATCH_SAMPLING, CSRBatchIterator, CSRDataset
-from ._losses import negative_elbo
 from ._modules import ACTIVATIONS, InferenceNetwork, TFBatchNorm, TopicVAE
-from ._net import EpochMonitor, TopicNet
+from ._net import EpochMonitor, TopicNet, module_negative_elbo
 
 __all__ = ["NeuralTopicModel"]
 
 #: Documents per batch at inference (transform, score, statistics).
 _INFERENCE_BATCH = 2048
+
+#: The fused Adam kernel (CPU support since torch 2.4) halves the optimiser's cost.
+_FUSED_ADAM = (
+    {"optimizer__fused": True}
+    if tuple(int(p) for p in torch.__version__.split(".")[:2]) >= (2, 4)
+    else {}
+)
 
 
 class NeuralTopicModel(BaseTopicModel):
@@ -108,16 +114,23 @@ class NeuralTopicModel(BaseTopicModel):
         order = np.random.default_rng(seed).permutation(X.shape[0])
         return X[np.sort(order[n_valid:])], X[np.sort(order[:n_valid])]
 
-    def _build_net(self, n_features):
+    def _build_module(self, n_features):
+        """The torch module: ``forward(x, generator=None)`` returns the ``y_pred`` of
+        the loss; a module may define ``negative_elbo(x, y_pred)`` (per document),
+        otherwise ``y_pred = (log_word_probs, mu, logvar)`` with the single Laplace
+        prior of :class:`TopicVAE`."""
         prior_mean, prior_var = laplace_logistic_normal(self.doc_topic_prior_)
         encoder = InferenceNetwork(
             n_features, self.n_components, tuple(self.hidden_sizes), self.activation,
             self.dropout, self.bn_eps, self.bn_momentum,
         )
-        module = TopicVAE(
+        return TopicVAE(
             encoder, self._build_decoder(n_features), prior_mean, prior_var,
             theta_dropout=self.dropout, shared_noise=self.shared_noise,
         )
+
+    def _build_net(self, n_features):
+        module = self._build_module(n_features)
         monitor = EpochMonitor(
             verbose=self.verbose,
             n_iter_no_change=self.n_iter_no_change if self.validation_fraction else None,
@@ -136,6 +149,7 @@ class NeuralTopicModel(BaseTopicModel):
             optimizer=torch.optim.Adam,
             optimizer__lr=self.learning_rate,
             optimizer__betas=tuple(self.adam_betas),
+            **_FUSED_ADAM,
             batch_size=self.batch_size,
             max_epochs=self.max_iter,
             train_split=None,
@@ -211,11 +225,8 @@ class NeuralTopicModel(BaseTopicModel):
         total = 0.0
         with torch.no_grad():
             for batch in self._batches(X):
-                log_probs, mu, logvar = module(batch, generator=generator)
-                total += float(negative_elbo(
-                    batch.double(), log_probs.double(), mu.double(), logvar.double(),
-                    module.prior_mean.double(), module.prior_var.double(),
-                ).sum())
+                y_pred = _to_double(module(batch, generator=generator))
+                total += float(module_negative_elbo(module, batch.double(), y_pred).sum())
         return -total / float(X.sum())
 
     def _generative_view(self):
@@ -269,3 +280,10 @@ def _set_frozen_batch_norm(module, frozen):
     for norm in module.modules():
         if isinstance(norm, TFBatchNorm):
             norm.use_running_stats = frozen
+
+
+def _to_double(value):
+    """float64 copies of a (nested tuple of) tensor(s), for accurate sums."""
+    if isinstance(value, (tuple, list)):
+        return type(value)(_to_double(v) for v in value)
+    return value.double()

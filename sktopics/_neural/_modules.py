@@ -4,6 +4,7 @@ Maths only: imports torch, never scikit-learn or skorch.
 """
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 __all__ = [
@@ -47,18 +48,23 @@ class TFBatchNorm(nn.Module):
         self._accumulator = None
 
     def forward(self, x):
-        if self.use_running_stats and not self.training and self._accumulator is None:
-            mean, var = self.running_mean, self.running_var
-        else:
-            mean = x.mean(0)
-            var = x.var(0, unbiased=False)
-            if self._accumulator is not None:
-                self._accumulate(x)
-            elif self.training and self.momentum > 0:
-                with torch.no_grad():
-                    self.running_mean.lerp_(mean.detach(), self.momentum)
-                    self.running_var.lerp_(var.detach(), self.momentum)
-        return (x - mean) * torch.rsqrt(var + self.eps) + self.bias
+        frozen = self.use_running_stats and not self.training
+        if self._accumulator is not None:
+            self._accumulate(x)
+            frozen = False
+        # The fused native kernel normalises with the batch statistics (training=True)
+        # or the stored ones, and updates the running averages with ``momentum``.
+        update = self.training and self.momentum > 0 and self._accumulator is None
+        return F.batch_norm(
+            x,
+            self.running_mean if (frozen or update) else None,
+            self.running_var if (frozen or update) else None,
+            weight=None,
+            bias=self.bias,
+            training=not frozen,
+            momentum=self.momentum,
+            eps=self.eps,
+        )
 
     # Exact statistics over a whole data set, accumulated batch by batch.
     def start_accumulating(self):

@@ -14,18 +14,28 @@ from skorch.callbacks import Callback
 
 from ._losses import negative_elbo
 
-__all__ = ["TopicNet", "EpochMonitor"]
+__all__ = ["TopicNet", "EpochMonitor", "module_negative_elbo"]
 
 
 class TopicNet(NeuralNet):
     """skorch net whose loss is the negative ELBO, averaged over the batch."""
 
     def get_loss(self, y_pred, y_true, X=None, training=False):
-        log_word_probs, mu, logvar = y_pred
-        module = self.module_
-        return negative_elbo(
-            X, log_word_probs, mu, logvar, module.prior_mean, module.prior_var
-        ).mean()
+        return module_negative_elbo(self.module_, X, y_pred).mean()
+
+
+def module_negative_elbo(module, x, y_pred):
+    """Per-document negative ELBO of a topic VAE's output ``y_pred``.
+
+    Modules with a structured latent (PAMVI, MoLDA) define
+    ``negative_elbo(x, y_pred)``; otherwise ``y_pred`` is
+    ``(log_word_probs, mu, logvar)`` and the prior is the module's single Laplace
+    prior (``prior_mean``, ``prior_var``).
+    """
+    if hasattr(module, "negative_elbo"):
+        return module.negative_elbo(x, y_pred)
+    log_word_probs, mu, logvar = y_pred
+    return negative_elbo(x, log_word_probs, mu, logvar, module.prior_mean, module.prior_var)
 
 
 class EpochMonitor(Callback):

@@ -141,6 +141,39 @@ class ProdLDA(NeuralTopicModel):
 
     shared_noise = False  # ProdLDA draws one noise vector per document
 
+    #: Named parameter sets; see :meth:`from_preset`.
+    PRESETS = {
+        "avitm": {},
+        "diverse": {"word_background": True},
+    }
+
+    @classmethod
+    def from_preset(cls, name, **params):
+        """A ``ProdLDA`` configured by a named preset, with ``params`` overriding it.
+
+        The preset only chooses ordinary constructor parameters, so the result
+        clones, pickles and grid-searches like any other instance.
+
+        Parameters
+        ----------
+        name : {"avitm", "diverse"}
+            ``"avitm"``: the defaults, faithful to the original code.
+            ``"diverse"``: adds the log word-frequency background to the decoder
+            (``word_background=True``), which keeps frequent words out of the
+            topics and raises topic diversity (see the benchmark table in the
+            user guide).
+        **params
+            Any constructor parameter, applied on top of the preset.
+
+        Returns
+        -------
+        model : ProdLDA
+            An unfitted estimator.
+        """
+        if name not in cls.PRESETS:
+            raise ValueError(f"Unknown preset {name!r}; choose one of {sorted(cls.PRESETS)}.")
+        return cls(**{**cls.PRESETS[name], **params})
+
     def _fit(self, X, seed, *, warm):
         if self.word_background and not (warm and hasattr(self, "net_")):
             frequencies = np.asarray(X.sum(axis=0), dtype=np.float64).ravel() + 1.0

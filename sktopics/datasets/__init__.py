@@ -31,3 +31,7 @@ __all__ = [
     "load_octis",
     "make_lda_corpus",
 ]
+
+from ._pam_synthetic import make_pam_corpus  # noqa: E402
+
+__all__ += ["make_pam_corpus"]

@@ -30,7 +30,7 @@ def _load_npz(name):
 
 
 def load_bbc_news(*, subset="train", return_X_y=False):
-    """Load the BBC News corpus embedded in sktopics (no download).
+    r"""Load the BBC News corpus embedded in sktopics (no download).
 
     2,225 BBC news articles (2004-2005) in five topical classes, as preprocessed
     and split by OCTIS: a bag-of-words over 2,949 lemmatised, stop-worded words.
@@ -68,6 +68,11 @@ def load_bbc_news(*, subset="train", return_X_y=False):
             The vocabulary (str), in column order.
         split : ndarray of shape (n_documents,), dtype object
             ``"train"``, ``"validation"`` or ``"test"`` for each document.
+        texts : list of str
+            Each document as text: its (preprocessed) words, each repeated as
+            often as it occurs, in vocabulary order. Feeding these to
+            :class:`~sklearn.feature_extraction.text.CountVectorizer` with
+            ``token_pattern=r"\S+"`` gives back ``data`` (up to column order).
         subset : str
             The requested subset.
         DESCR : str
@@ -126,6 +131,15 @@ def load_bbc_news(*, subset="train", return_X_y=False):
         target_names=[str(name) for name in z["target_names"]],
         feature_names=z["feature_names"].astype(object),
         split=split,
+        texts=_bag_to_texts(X, z["feature_names"]),
         subset=subset,
         DESCR=_read_text("bbc_news.rst"),
     )
+
+
+def _bag_to_texts(X, feature_names):
+    words = np.asarray(feature_names, dtype=object)
+    return [
+        " ".join(np.repeat(words[X.indices[start:stop]], X.data[start:stop]))
+        for start, stop in zip(X.indptr[:-1], X.indptr[1:])
+    ]

@@ -1,0 +1,73 @@
+"""Helpers shared by the benchmark scripts: machine description and result files."""
+
+import json
+import os
+import platform
+import subprocess
+from pathlib import Path
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+def default_data_home():
+    """The shared corpora: $SKTOPICS_DATA, else ../shared/data beside the checkout."""
+    env = os.environ.get("SKTOPICS_DATA")
+    if env:
+        return env
+    return str(Path(__file__).resolve().parents[2] / "shared" / "data")
+
+
+def machine():
+    """What the numbers were measured on."""
+    import numpy
+    import sklearn
+    import torch
+
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    info = {
+        "cpu": cpu,
+        "cpu_count": os.cpu_count(),
+        "torch_threads": torch.get_num_threads(),
+        "gpu": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None,
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "numpy": numpy.__version__,
+        "scikit-learn": sklearn.__version__,
+        "load_average_at_start": os.getloadavg(),
+    }
+    try:
+        info["git_commit"] = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+            cwd=Path(__file__).parent, check=False,
+        ).stdout.strip()
+    except OSError:
+        pass
+    return info
+
+
+def write_results(name, payload, table_markdown):
+    """Write ``results/<name>.json`` and ``results/<name>.md``."""
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / f"{name}.json").write_text(json.dumps(payload, indent=2, default=str) + "\n")
+    (RESULTS / f"{name}.md").write_text(table_markdown)
+    print(table_markdown)
+
+
+def markdown_table(rows, columns):
+    """A markdown table of dict rows, with numbers formatted compactly."""
+
+    def fmt(value):
+        if isinstance(value, float):
+            return f"{value:.3f}" if abs(value) < 100 else f"{value:.1f}"
+        return "" if value is None else str(value)
+
+    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    lines += ["| " + " | ".join(fmt(row.get(c)) for c in columns) + " |" for row in rows]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,323 @@
+"""Benchmark LDAGibbs against tomotopy, lda and scikit-learn's LDA, in one run.
+
+Measures, on the same machine and in the same process (so ratios are meaningful):
+
+1. **Throughput**: tokens/s = training tokens x sweeps / wall time, for 1 and 2
+   threads, on BBC (OCTIS, train+validation) and 20NG (AVITM preprocessing,
+   train), at K = 50 and K = 1000. Model construction and a few warm-up sweeps
+   are excluded. torch threads are set with ``torch.set_num_threads`` (the
+   library never does), tomotopy uses ``workers=threads``; ``lda`` is
+   single-threaded; scikit-learn's batch VB uses ``n_jobs=threads`` and counts
+   tokens x epochs.
+2. **Time to perplexity**: BBC, K = 50, alpha = 0.1, beta = 0.01, no
+   hyper-parameter optimisation. Each system trains in increments; after each
+   increment the document-completion perplexity (``gibbs.md`` section 9, the same
+   code for every system) of the OCTIS test split is computed (evaluation time
+   excluded). Reports the time to reach perplexity 900 and 870.
+3. **Quality at equal sweeps** on 20NG (and NYT with ``--nyt``).
+
+Usage::
+
+    python benchmarks/bench_gibbs.py                    # default, about 10 minutes
+    python benchmarks/bench_gibbs.py --quick            # smoke run, about 1 minute
+
+Writes ``benchmarks/results/gibbs.json`` and ``benchmarks/results/gibbs.md``.
+"""
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import scipy.sparse as sp
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import default_data_home, machine, markdown_table, write_results  # noqa: E402
+
+from sktopics import LDAGibbs  # noqa: E402
+from sktopics._gibbs._evaluate import document_completion_perplexity, split_halves  # noqa: E402
+from sktopics.datasets import load_20news_avitm, load_nyt, load_octis  # noqa: E402
+
+ALPHA, BETA = 0.1, 0.01
+
+
+# --------------------------------------------------------------------------- corpora
+def load_corpora(data_home, names):
+    corpora = {}
+    if "bbc" in names:
+        bbc = load_octis("BBC_News", data_home, subset="all")
+        train = bbc.data[bbc.split != "test"]
+        corpora["BBC"] = (sp.csr_matrix(train), sp.csr_matrix(bbc.data[bbc.split == "test"]))
+    if "20ng" in names:
+        corpora["20NG"] = (load_20news_avitm(data_home, subset="train").data,
+                           load_20news_avitm(data_home, subset="test").data)
+    if "nyt" in names:
+        corpora["NYT"] = (load_nyt(data_home, subset="train").data,
+                          load_nyt(data_home, subset="test").data)
+    return corpora
+
+
+# --------------------------------------------------------------------------- systems
+class Ours:
+    """LDAGibbs trained in increments with warm_start (the chain continues)."""
+
+    def __init__(self, X, K, algorithm, threads, seed=0):
+        self.X = X
+        self.threads = threads
+        self.model = LDAGibbs(
+            n_components=K, doc_topic_prior=ALPHA, topic_word_prior=BETA,
+            optimize_interval=None, algorithm=algorithm, n_samples=1, burn_in=0,
+            evaluate_every=10**9, warm_start=True, device="cpu", random_state=seed,
+        )
+
+    def train(self, sweeps):
+        old = torch.get_num_threads()
+        torch.set_num_threads(self.threads)
+        try:
+            self.model.set_params(max_iter=sweeps)
+            self.model.fit(self.X)
+        finally:
+            torch.set_num_threads(old)
+
+    def topic_word(self):
+        return self.model.components_
+
+
+class Tomotopy:
+    def __init__(self, X, K, threads, seed=0):
+        import tomotopy as tp
+
+        self.threads = threads
+        self.model = tp.LDAModel(k=K, alpha=ALPHA, eta=BETA, seed=seed)
+        X = sp.csr_matrix(X)
+        for d in range(X.shape[0]):
+            start, stop = X.indptr[d], X.indptr[d + 1]
+            words = np.repeat(X.indices[start:stop], X.data[start:stop].astype(np.int64))
+            if len(words):
+                self.model.add_doc([str(w) for w in words])
+        self.n_features = X.shape[1]
+        self.model.train(0, workers=threads)
+
+    def train(self, sweeps):
+        self.model.train(sweeps, workers=self.threads)
+
+    def topic_word(self):
+        vocab = np.array([int(w) for w in self.model.used_vocabs])
+        phi = np.full((self.model.k, self.n_features), 1e-12)
+        for k in range(self.model.k):
+            phi[k, vocab] = self.model.get_topic_word_dist(k)
+        return phi
+
+
+# --------------------------------------------------------------------------- throughput
+def _time(fn):
+    tic = time.perf_counter()
+    fn()
+    return time.perf_counter() - tic
+
+
+def throughput(corpora, ks, threads_list, sweeps, warmup, lda_sweeps, with_sklearn):
+    rows = []
+    for name, (X, _) in corpora.items():
+        n_tokens = int(X.sum())
+        for K in ks:
+            for threads in threads_list:
+                def record(system, seconds, n_sweeps, unit="sweep"):
+                    rows.append(dict(corpus=name, K=K, threads=threads, system=system,
+                                     tokens=n_tokens, sweeps=n_sweeps, seconds=seconds,
+                                     Mtok_s=n_tokens * n_sweeps / seconds / 1e6, unit=unit))
+                    print(f"  {name} K={K} thr={threads} {system:22s} "
+                          f"{rows[-1]['Mtok_s']:7.2f} M tok/s", flush=True)
+
+                algorithms = ["parallel", "mh"] if K < 200 else ["mh", "parallel"]
+                for algorithm in algorithms:
+                    n = sweeps if (algorithm == "mh" or K < 200) else max(1, sweeps // 5)
+                    ours = Ours(X, K, algorithm, threads)
+                    ours.train(warmup)
+                    record(f"sktopics {algorithm}", _time(lambda: ours.train(n)), n)
+                tomo = Tomotopy(X, K, threads)
+                tomo.train(warmup)
+                n = sweeps if K < 200 else max(2, sweeps // 2)
+                record("tomotopy", _time(lambda: tomo.train(n)), n)
+                if threads == 1 and lda_sweeps:
+                    import lda
+
+                    n = lda_sweeps if K < 200 else max(1, lda_sweeps // 5)
+                    model = lda.LDA(n_topics=K, n_iter=n, alpha=ALPHA, eta=BETA,
+                                    random_state=0, refresh=10**9)
+                    Xi = X.astype(np.int64)
+                    record("lda", _time(lambda: model.fit(Xi)), n)
+                if with_sklearn and K < 200:
+                    from sklearn.decomposition import LatentDirichletAllocation
+
+                    vb = LatentDirichletAllocation(
+                        n_components=K, doc_topic_prior=ALPHA, topic_word_prior=BETA,
+                        learning_method="batch", max_iter=2, n_jobs=threads, random_state=0)
+                    record("scikit-learn batch VB", _time(lambda: vb.fit(X)), 2, unit="epoch")
+    return rows
+
+
+# --------------------------------------------------------------------------- time to perplexity
+def time_to_perplexity(X, X_test, K, checkpoints, systems, label):
+    halves = split_halves(X_test, seed=0)
+    rows = []
+    for system_name, factory in systems:
+        model = factory()
+        elapsed, done = 0.0, 0
+        for target in checkpoints:
+            elapsed += _time(lambda: model.train(target - done))
+            done = target
+            ppl = document_completion_perplexity(X_test, model.topic_word(), ALPHA,
+                                                 split=halves)
+            rows.append(dict(corpus=label, K=K, system=system_name, sweeps=done,
+                             train_seconds=elapsed, perplexity=ppl))
+            print(f"  {label} {system_name:22s} sweeps={done:4d} t={elapsed:6.1f}s "
+                  f"ppl={ppl:7.1f}", flush=True)
+    return rows
+
+
+def first_time_below(rows, system, threshold):
+    for row in rows:
+        if row["system"] == system and row["perplexity"] <= threshold:
+            return row["train_seconds"], row["sweeps"]
+    return None, None
+
+
+# --------------------------------------------------------------------------- main
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--data-home", default=default_data_home())
+    parser.add_argument("--corpora", default="bbc,20ng")
+    parser.add_argument("--ks", default="50,1000")
+    parser.add_argument("--threads", default="1,2")
+    parser.add_argument("--sweeps", type=int, default=10, help="timed sweeps (throughput)")
+    parser.add_argument("--warmup", type=int, default=3)
+    parser.add_argument("--lda-sweeps", type=int, default=5, help="0 skips lda")
+    parser.add_argument("--no-sklearn", action="store_true")
+    parser.add_argument("--ppl-checkpoints", default="25,50,100,150,200,300")
+    parser.add_argument("--quality-sweeps", type=int, default=100,
+                        help="sweeps for the equal-sweeps quality run on 20NG (0 skips)")
+    parser.add_argument("--nyt", action="store_true", help="also run the quality run on NYT")
+    parser.add_argument("--quick", action="store_true", help="tiny smoke run")
+    parser.add_argument("--output-name", default="gibbs")
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.corpora, args.ks, args.sweeps, args.warmup = "bbc", "50", 2, 1
+        args.ppl_checkpoints, args.quality_sweeps, args.lda_sweeps = "10,20", 0, 2
+
+    info = machine()
+    info["uptime_start"] = os.popen("uptime").read().strip()
+    try:
+        import tomotopy
+
+        info["tomotopy"] = f"{tomotopy.__version__} ({tomotopy.isa})"
+    except ImportError:
+        pass
+    try:
+        import lda
+
+        info["lda"] = getattr(lda, "__version__", "?")
+    except ImportError:
+        pass
+    print(info, flush=True)
+    tic = time.perf_counter()
+
+    names = set(args.corpora.split(",")) | ({"nyt"} if args.nyt else set())
+    corpora = load_corpora(args.data_home, names)
+    ks = [int(k) for k in args.ks.split(",")]
+    threads_list = [int(t) for t in args.threads.split(",")]
+
+    print("== throughput", flush=True)
+    through = throughput({k: v for k, v in corpora.items() if k in ("BBC", "20NG")}, ks,
+                         threads_list, args.sweeps, args.warmup, args.lda_sweeps,
+                         not args.no_sklearn)
+
+    print("== time to perplexity (BBC, K=50)", flush=True)
+    checkpoints = [int(c) for c in args.ppl_checkpoints.split(",")]
+    ppl_rows = []
+    if "BBC" in corpora:
+        X, X_test = corpora["BBC"]
+        systems = [
+            ("sktopics parallel", lambda: Ours(X, 50, "parallel", 1)),
+            ("sktopics mh", lambda: Ours(X, 50, "mh", 1)),
+            ("tomotopy", lambda: Tomotopy(X, 50, 1)),
+        ]
+        if 2 in threads_list:
+            systems.insert(1, ("sktopics parallel 2thr", lambda: Ours(X, 50, "parallel", 2)))
+            systems.append(("tomotopy 2thr", lambda: Tomotopy(X, 50, 2)))
+        ppl_rows += time_to_perplexity(X, X_test, 50, checkpoints, systems, "BBC")
+
+    quality_rows = []
+    if args.quality_sweeps:
+        print("== quality at equal sweeps", flush=True)
+        for label in ("20NG", "NYT"):
+            if label not in corpora:
+                continue
+            X, X_test = corpora[label]
+            systems = [("sktopics parallel", lambda: Ours(X, 50, "parallel", 1)),
+                       ("tomotopy", lambda: Tomotopy(X, 50, 1))]
+            quality_rows += time_to_perplexity(X, X_test, 50, [args.quality_sweeps], systems,
+                                               label)
+
+    info["uptime_end"] = os.popen("uptime").read().strip()
+    info["total_seconds"] = time.perf_counter() - tic
+
+    # ---------------------------------------------------------------- tables
+    md = ["# LDAGibbs benchmark\n",
+          f"Machine: {info['cpu']}, {info['cpu_count']} cores, no GPU; torch "
+          f"{info['torch']}, tomotopy {info.get('tomotopy')}, lda {info.get('lda')}, "
+          f"scikit-learn {info['scikit-learn']}.\n",
+          f"Load: start `{info['uptime_start']}`; end `{info['uptime_end']}` "
+          "(the machine is shared; compare ratios within this run, not absolute values).\n",
+          f"Total run time {info['total_seconds']:.0f} s.\n",
+          "\n## Throughput (M tokens/s; sweeps for Gibbs, epochs for VB)\n"]
+    pivot = {}
+    for row in through:
+        key = (row["corpus"], row["K"], row["system"])
+        pivot.setdefault(key, {})[row["threads"]] = row["Mtok_s"]
+    table = []
+    for (corpus, K, system), by_thr in pivot.items():
+        tomo = pivot.get((corpus, K, "tomotopy"), {}).get(1)
+        entry = dict(corpus=corpus, K=K, system=system)
+        for t in threads_list:
+            entry[f"{t} thr"] = by_thr.get(t)
+        entry["best / tomotopy 1thr"] = (max(v for v in by_thr.values()) / tomo) if tomo else None
+        table.append(entry)
+    md.append(markdown_table(table, ["corpus", "K", "system"] + [f"{t} thr" for t in threads_list]
+                             + ["best / tomotopy 1thr"]))
+    if ppl_rows:
+        md.append("\n## Time to document-completion perplexity (BBC, K = 50, 1 thread "
+                  "unless noted)\n")
+        summary = []
+        for system in dict.fromkeys(r["system"] for r in ppl_rows):
+            t900, s900 = first_time_below(ppl_rows, system, 900)
+            t870, s870 = first_time_below(ppl_rows, system, 870)
+            last = [r for r in ppl_rows if r["system"] == system][-1]
+            summary.append({"system": system, "time to <= 900 (s)": t900,
+                            "sweeps (900)": s900, "time to <= 870 (s)": t870,
+                            "sweeps (870)": s870,
+                            f"ppl at {last['sweeps']} sweeps": last["perplexity"],
+                            "train time (s)": last["train_seconds"]})
+        md.append(markdown_table(summary, list(summary[0].keys())))
+        md.append("\nPerplexity by sweep:\n\n")
+        by_sweep = {}
+        for r in ppl_rows:
+            by_sweep.setdefault(r["system"], {})[r["sweeps"]] = r["perplexity"]
+        md.append(markdown_table(
+            [{"system": s, **{str(k): v for k, v in d.items()}} for s, d in by_sweep.items()],
+            ["system"] + [str(c) for c in checkpoints]))
+    if quality_rows:
+        md.append(f"\n## Quality at equal sweeps ({args.quality_sweeps} sweeps, K = 50, "
+                  "1 thread)\n")
+        md.append(markdown_table(quality_rows, ["corpus", "system", "sweeps", "train_seconds",
+                                                "perplexity"]))
+    payload = dict(machine=info, args=vars(args), throughput=through,
+                   time_to_perplexity=ppl_rows, quality=quality_rows)
+    write_results(args.output_name, payload, "".join(md))
+
+
+if __name__ == "__main__":
+    main()

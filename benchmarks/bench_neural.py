@@ -1,0 +1,115 @@
+"""AVITM / ProdLDA on the AVITM 20 Newsgroups data, with scikit-learn's LDA in the same run.
+
+Measures training seconds, seconds per epoch, NPMI with the test set as reference
+(boolean documents, both the epsilon/gensim and the zero/Lau conventions, top 10
+words) and topic diversity (top 10 and top 25), at K = 50 and 200.
+
+Usage::
+
+    python benchmarks/bench_neural.py                 # full run (about 15 min on 2 cores)
+    python benchmarks/bench_neural.py --topics 50 --epochs 20 --skip-sklearn   # quick
+
+Writes ``benchmarks/results/neural.json`` and ``neural.md``.
+"""
+
+import argparse
+import time
+
+import numpy as np
+from _common import default_data_home, machine, markdown_table, write_results
+from sklearn.decomposition import LatentDirichletAllocation
+
+from sktopics import AVITM, ProdLDA
+from sktopics.datasets import load_20news_avitm
+from sktopics.metrics import npmi_coherence, topic_diversity
+
+
+def quality(model_or_topic_word, X_test):
+    return {
+        "npmi_eps": npmi_coherence(model_or_topic_word, X_test, 10).mean,
+        "npmi_zero": npmi_coherence(
+            model_or_topic_word, X_test, 10, zero_cooccurrence="zero"
+        ).mean,
+        "td10": topic_diversity(model_or_topic_word, 10),
+        "td25": topic_diversity(model_or_topic_word, 25),
+    }
+
+
+def run_neural(name, model, X, X_test):
+    start = time.perf_counter()
+    model.fit(X)
+    seconds = time.perf_counter() - start
+    durations = [row["dur"] for row in model.history_]
+    return {
+        "model": name,
+        "K": model.n_components,
+        "epochs": model.n_iter_,
+        "fit_s": seconds,
+        "s_per_epoch_median": float(np.median(durations)),
+        "elbo_per_token_test": model.score(X_test),
+        **quality(model, X_test),
+    }
+
+
+def run_sklearn_lda(n_topics, X, X_test, max_iter, seed):
+    model = LatentDirichletAllocation(
+        n_components=n_topics, learning_method="batch", max_iter=max_iter, random_state=seed
+    )
+    start = time.perf_counter()
+    model.fit(X)
+    seconds = time.perf_counter() - start
+    return {
+        "model": "sklearn LDA (batch VB)",
+        "K": n_topics,
+        "epochs": model.n_iter_,
+        "fit_s": seconds,
+        "s_per_epoch_median": seconds / model.n_iter_,
+        **quality(model, X_test),
+    }
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data-home", default=default_data_home())
+    parser.add_argument("--topics", type=int, nargs="+", default=[50, 200])
+    parser.add_argument("--epochs", type=int, default=None, help="override every model's epochs")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--sklearn-iter", type=int, default=50)
+    parser.add_argument("--skip-sklearn", action="store_true")
+    parser.add_argument("--name", default="neural")
+    args = parser.parse_args()
+
+    X = load_20news_avitm(args.data_home, subset="train").data
+    X_test = load_20news_avitm(args.data_home, subset="test").data
+    info = machine()
+    rows = []
+    for n_topics in args.topics:
+        candidates = {
+            "ProdLDA (default, faithful)": ProdLDA(n_topics),
+            "ProdLDA (preset 'diverse')": ProdLDA.from_preset("diverse", n_components=n_topics),
+            "AVITM (default, faithful)": AVITM(n_topics),
+        }
+        for name, model in candidates.items():
+            model.set_params(random_state=args.seed, device="cpu")
+            if args.epochs is not None:
+                model.set_params(max_iter=args.epochs)
+            rows.append(run_neural(name, model, X, X_test))
+            print(rows[-1], flush=True)
+        if not args.skip_sklearn:
+            rows.append(run_sklearn_lda(n_topics, X, X_test, args.sklearn_iter, args.seed))
+            print(rows[-1], flush=True)
+
+    columns = ["model", "K", "epochs", "fit_s", "s_per_epoch_median", "npmi_eps",
+               "npmi_zero", "td10", "td25", "elbo_per_token_test"]
+    header = (
+        f"Measured on {info['cpu']} ({info['cpu_count']} cores, torch {info['torch']}, "
+        f"{info['torch_threads']} threads, GPU: {info['gpu']}); 20news_avitm "
+        f"{X.shape[0]} train / {X_test.shape[0]} test documents, V = {X.shape[1]}; "
+        "NPMI: test set as reference, boolean documents, top 10 words.\n\n"
+    )
+    write_results(args.name, {"machine": info, "args": vars(args), "rows": rows},
+                  header + markdown_table(rows, columns))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,286 @@
+"""The generative view of PAM-shaped models (:class:`~sktopics.PAMVI`, :class:`~sktopics.MoLDA`).
+
+A PAM document has one distribution per internal node of the DAG (the root, the
+super-topics, ...). The view's latent is the concatenation ``h`` of the
+unconstrained node vectors, flattened level by level and, inside a level, node by
+node over the node's children only (masked edges carry no coordinate). Each node's
+distribution is the softmax of its own block, ``theta = to_theta(h)`` in the same
+flat layout.
+
+The prior is the product of the nodes' logistic-normal Laplace approximations of
+their Dirichlet priors; the likelihood sums the paths out analytically,
+``p(w | theta) = sum_paths prod(theta along the path) phi_leaf[w]``, computed
+level by level with batched products.
+
+Capabilities for :mod:`sktopics.model_selection` (duck-typed, never type checks):
+
+* ``view.prior.sample_h(n, generator, device, dtype)`` / ``view.prior.log_prob_h(h)``
+  and ``view.prior.to_theta(h)`` (per-node softmax);
+* ``view.likelihood.log_prob(x, theta)`` on the flat theta,
+  ``view.likelihood.log_prob_h(x, h)`` on the flat latent;
+* ``view.path_mixture()`` -> ``(phi, alpha_root, alpha_sub)`` for 4-PAM and MoLDA
+  (``alpha_sub`` of shape ``(k1, k2)`` with zeros on masked edges), for AIS over
+  per-token paths with the node distributions collapsed; ``view.level_alphas()``
+  gives the per-level Dirichlet parameters for any depth;
+* ``view.proposal(x) -> (loc, scale)``: the amortised posterior over the flat latent.
+
+Maths only: imports numpy and torch (and :mod:`sktopics.pam`, numpy only).
+"""
+
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+import numpy as np
+import torch
+
+from ._generative import laplace_logistic_normal, multinomial_log_coefficient
+from .pam import PAMStructure
+
+__all__ = [
+    "pam_level_alphas",
+    "pam_laplace_prior",
+    "PAMLogisticNormalPrior",
+    "PAMMixtureLikelihood",
+    "PAMGenerativeView",
+]
+
+
+def _level_prior_values(value, n_children, n_parents, name):
+    """A (n_parents, n_children) array of Dirichlet parameters from a float/1-D/2-D."""
+    array = np.asarray(value, dtype=np.float64)
+    if array.ndim == 0:
+        array = np.full((n_parents, n_children), float(array))
+    elif array.ndim == 1:
+        if array.shape[0] != n_children:
+            raise ValueError(
+                f"{name} must have one value per child node ({n_children}); got "
+                f"shape {array.shape}."
+            )
+        array = np.broadcast_to(array, (n_parents, n_children)).copy()
+    elif array.shape != (n_parents, n_children):
+        raise ValueError(
+            f"{name} must be a float, an array of shape ({n_children},) or "
+            f"({n_parents}, {n_children}); got shape {array.shape}."
+        )
+    if not np.all(np.isfinite(array)) or np.any(array <= 0):
+        raise ValueError(f"{name} must be positive and finite.")
+    return array
+
+
+def pam_level_alphas(structure, root_prior, node_prior):
+    """Dirichlet parameters of every internal node, as one array per level.
+
+    Parameters
+    ----------
+    structure : PAMStructure
+    root_prior : float or array-like of shape (levels[0],)
+        The root's Dirichlet over the first level (tomotopy's ``alpha``).
+    node_prior : float, array-like or list
+        The non-root nodes' Dirichlets (tomotopy's ``subalpha``): a float for
+        every node; an array of shape ``(levels[l],)`` (shared by the level's
+        nodes) or ``(levels[l-1], levels[l])``, applied to every non-root level;
+        or, for deeper DAGs, a Python ``list`` with one such entry per non-root
+        level.
+
+    Returns
+    -------
+    alphas : list of ndarray
+        ``alphas[l]`` of shape ``(parent_sizes[l], levels[l])``; zeros on masked
+        edges.
+    """
+    structure = PAMStructure.from_spec(structure)
+    n_sub_levels = len(structure.levels) - 1
+    if isinstance(node_prior, list) and n_sub_levels >= 2 and len(node_prior) == n_sub_levels:
+        per_level = list(node_prior)
+    else:
+        per_level = [node_prior] * n_sub_levels
+    alphas = []
+    for level, (n_parents, n_children) in enumerate(zip(structure.parent_sizes, structure.levels)):
+        if level == 0:
+            value = _level_prior_values(root_prior, n_children, 1, "doc_topic_prior")
+        else:
+            value = _level_prior_values(
+                per_level[level - 1], n_children, n_parents, "subtopic_prior"
+            )
+        alphas.append(np.where(structure.masks[level], value, 0.0))
+    return alphas
+
+
+def pam_laplace_prior(structure, alphas):
+    """Per-node Laplace (logistic-normal) approximations of the nodes' Dirichlets.
+
+    Returns two lists of ``(parent_sizes[l], levels[l])`` arrays, the means and the
+    variances; each node's approximation uses only its children, and masked edges
+    get mean 0 and variance 1 (they carry no latent coordinate).
+    """
+    means, variances = [], []
+    for mask, alpha in zip(structure.masks, alphas):
+        mean = np.zeros(mask.shape)
+        var = np.ones(mask.shape)
+        for node in range(mask.shape[0]):
+            children = mask[node]
+            m, v = laplace_logistic_normal(alpha[node, children])
+            mean[node, children] = m
+            var[node, children] = v
+        means.append(mean)
+        variances.append(var)
+    return means, variances
+
+
+def _flat_index(structure):
+    """Per level: the flat (row-major) indices of the unmasked edges."""
+    return [np.flatnonzero(mask.ravel()) for mask in structure.masks]
+
+
+def _unflatten(structure, h, fill):
+    """Flat latent (..., L) -> list of (..., P, C) blocks, ``fill`` on masked edges."""
+    blocks, start = [], 0
+    for mask, index in zip(structure.masks, _flat_index(structure)):
+        n = index.size
+        block = h.new_full(h.shape[:-1] + (mask.size,), fill)
+        block[..., torch.as_tensor(index, device=h.device)] = h[..., start:start + n]
+        blocks.append(block.reshape(h.shape[:-1] + mask.shape))
+        start += n
+    return blocks
+
+
+def _flatten(structure, blocks):
+    parts = []
+    for mask, index, block in zip(structure.masks, _flat_index(structure), blocks):
+        flat = block.reshape(block.shape[:-2] + (mask.size,))
+        parts.append(flat[..., torch.as_tensor(index, device=block.device)])
+    return torch.cat(parts, dim=-1)
+
+
+def node_softmax(structure, blocks_h):
+    """Per-node softmax of (…, P, C) logits over unmasked children (0 on masked)."""
+    probs = []
+    for mask, block in zip(structure.masks, blocks_h):
+        keep = torch.as_tensor(mask, device=block.device)
+        probs.append(torch.softmax(block.masked_fill(~keep, float("-inf")), dim=-1))
+    return probs
+
+
+def leaf_mixture(node_probs):
+    """Distribution over leaf topics from the per-node distributions (batched products)."""
+    reach = node_probs[0][..., 0, :]
+    for probs in node_probs[1:]:
+        reach = (reach.unsqueeze(-2) @ probs).squeeze(-2)
+    return reach
+
+
+@dataclass(frozen=True, eq=False)
+class PAMLogisticNormalPrior:
+    """Independent logistic-normal priors, one per internal node of a PAM DAG.
+
+    Attributes
+    ----------
+    structure : PAMStructure
+    means, variances : tuple of ndarray
+        Per level, ``(parent_sizes[l], levels[l])``.
+    approximates : tuple of ndarray or None
+        The Dirichlet parameters they approximate (zeros on masked edges).
+    """
+
+    structure: PAMStructure
+    means: tuple
+    variances: tuple
+    approximates: Optional[tuple] = None
+
+    @property
+    def latent_dim(self):
+        return self.structure.n_edges
+
+    n_topics = latent_dim  # the dimension of the flat latent, as for the other priors
+
+    def _flat(self, arrays, dtype, device):
+        flat = np.concatenate([a.ravel()[i] for a, i in zip(arrays, _flat_index(self.structure))])
+        return torch.as_tensor(flat, dtype=dtype, device=device)
+
+    def log_prob_h(self, h):
+        mean = self._flat(self.means, h.dtype, h.device)
+        var = self._flat(self.variances, h.dtype, h.device)
+        return -0.5 * (((h - mean) ** 2) / var + torch.log(2 * torch.pi * var)).sum(-1)
+
+    def sample_h(self, n, generator=None, device="cpu", dtype=torch.float64):
+        mean = self._flat(self.means, dtype, device)
+        std = torch.sqrt(self._flat(self.variances, dtype, device))
+        noise = torch.randn((n, mean.shape[0]), generator=generator, device=device, dtype=dtype)
+        return mean + std * noise
+
+    def to_theta(self, h):
+        """Flat latent -> flat per-node proportions (softmax within each node)."""
+        blocks = node_softmax(self.structure, _unflatten(self.structure, h, 0.0))
+        return _flatten(self.structure, blocks)
+
+
+@dataclass(frozen=True, eq=False)
+class PAMMixtureLikelihood:
+    """Words drawn through a path of the DAG, paths summed out.
+
+    ``p(w | theta) = leaf(theta) @ topic_word`` where ``leaf`` multiplies the node
+    distributions level by level.
+    """
+
+    topic_word: np.ndarray  # (n_leaf_topics, V), rows sum to 1
+    structure: PAMStructure
+
+    def node_probs(self, theta):
+        """Flat theta (..., L) -> list of per-level (..., P, C) node distributions."""
+        return _unflatten(self.structure, theta, 0.0)
+
+    def leaf_proportions(self, theta):
+        return leaf_mixture(self.node_probs(theta))
+
+    def word_probabilities(self, theta):
+        phi = torch.as_tensor(self.topic_word, dtype=theta.dtype, device=theta.device)
+        return self.leaf_proportions(theta) @ phi
+
+    def log_prob(self, x, theta, include_coefficient=False):
+        """log p(x | theta) for counts ``x`` (..., V) and flat node proportions ``theta``."""
+        log_p = torch.log(self.word_probabilities(theta).clamp_min(1e-300))
+        value = (x * log_p).sum(-1)
+        return value + multinomial_log_coefficient(x) if include_coefficient else value
+
+    def log_prob_h(self, x, h, include_coefficient=False):
+        blocks = node_softmax(self.structure, _unflatten(self.structure, h, 0.0))
+        theta = _flatten(self.structure, blocks)
+        return self.log_prob(x, theta, include_coefficient)
+
+
+@dataclass(frozen=True, eq=False)
+class PAMGenerativeView:
+    """The generative view of a PAM-shaped model (see the module docstring)."""
+
+    prior: PAMLogisticNormalPrior
+    likelihood: PAMMixtureLikelihood
+    n_features: int
+    proposal: Optional[Callable] = field(default=None, compare=False)
+
+    @property
+    def structure(self):
+        return self.likelihood.structure
+
+    @property
+    def n_topics(self):
+        return self.prior.latent_dim
+
+    def token_mixture(self):
+        """``None``: a PAM token's topic is a path, see :meth:`path_mixture`."""
+        return None
+
+    def level_alphas(self):
+        """Per-level Dirichlet parameters ``(parent_sizes[l], levels[l])`` (0 = no edge)."""
+        return [np.array(a) for a in self.prior.approximates]
+
+    def path_mixture(self):
+        """``(phi, alpha_root, alpha_sub)`` for two-level DAGs (4-PAM, MoLDA).
+
+        ``phi`` (k2, V) sub-topic word distributions, ``alpha_root`` (k1,) and
+        ``alpha_sub`` (k1, k2) with zeros on masked edges. ``None`` for other depths
+        (use :meth:`level_alphas`).
+        """
+        if len(self.structure.levels) != 2 or self.prior.approximates is None:
+            return None
+        alpha_root, alpha_sub = self.level_alphas()
+        return self.likelihood.topic_word.copy(), alpha_root[0], alpha_sub

@@ -1,0 +1,137 @@
+"""Token arrays and count tables of a collapsed-Gibbs LDA chain.
+
+Tokens are expanded from the CSR counts into compact int32 arrays sorted by
+word (then by document), so that reads of the word-topic table are
+cache-friendly and the tokens of one word are contiguous (the MH word proposal
+picks a random token of the same word by offset). A doc-major permutation gives
+the same access for documents.
+
+Count tables are integers: ``n_dk`` (D, K) and ``n_wk`` (V, K) in int32 (word-major,
+so that one word's row is contiguous) and ``n_k`` (K,) in int64. Integer counts
+are exact, so rebuilding them is bit-reproducible on every device.
+
+Maths only: imports numpy and torch, never scikit-learn.
+"""
+
+import numpy as np
+import scipy.sparse as sp
+import torch
+
+__all__ = ["GibbsCorpus", "GibbsState", "chunk_bounds", "default_chunk"]
+
+#: Elements of a (chunk, K) float32 work buffer: 2**19 floats = 2 MiB, which stays
+#: in cache on CPU. (On GPU larger chunks amortise kernel launches.)
+_CHUNK_ELEMENTS = 1 << 19
+
+
+def default_chunk(n_components, chunk_elements=None, device="cpu"):
+    """Tokens per chunk so that a (chunk, K) float32 buffer stays bounded."""
+    if chunk_elements is None:
+        gpu = torch.device(device).type == "cuda"
+        chunk_elements = _CHUNK_ELEMENTS * (64 if gpu else 1)
+    budget = int(chunk_elements)
+    return max(256, budget // max(1, int(n_components)))
+
+
+def chunk_bounds(n, chunk):
+    """``(start, stop)`` pairs covering ``range(n)`` in steps of ``chunk``."""
+    return [(start, min(start + chunk, n)) for start in range(0, n, chunk)]
+
+
+class GibbsCorpus:
+    """Tokens of a count matrix as word-sorted int32 arrays on a device.
+
+    Attributes
+    ----------
+    doc, word : torch.Tensor of int32, shape (n_tokens,)
+        Document and word of every token, sorted by word then document.
+    word_start : torch.Tensor of int64, shape (n_features + 1,)
+        Tokens of word ``v`` are ``word_start[v]:word_start[v + 1]``.
+    doc_perm : torch.Tensor of int64, shape (n_tokens,)
+        Token indices in document-major order (stable).
+    doc_start : torch.Tensor of int64, shape (n_docs + 1,)
+        Offsets of each document's tokens in ``doc_perm``.
+    doc_length : torch.Tensor of int64, shape (n_docs,)
+    """
+
+    def __init__(self, X, device):
+        X = sp.csc_matrix(X)
+        X.sum_duplicates()
+        n_docs, n_features = X.shape
+        counts = np.rint(X.data).astype(np.int64)
+        keep = counts > 0
+        # CSC order: word-major, then document.
+        word_of_nnz = np.repeat(np.arange(n_features, dtype=np.int32), np.diff(X.indptr))
+        doc = np.repeat(X.indices.astype(np.int32)[keep], counts[keep])
+        word = np.repeat(word_of_nnz[keep], counts[keep])
+        word_length = np.bincount(word, minlength=n_features).astype(np.int64)
+        doc_length = np.bincount(doc, minlength=n_docs).astype(np.int64)
+        doc_perm = np.argsort(doc, kind="stable").astype(np.int64)
+
+        self.device = torch.device(device)
+        self.n_docs = int(n_docs)
+        self.n_features = int(n_features)
+        self.n_tokens = int(doc.shape[0])
+        self.doc = torch.from_numpy(doc).to(self.device)
+        self.word = torch.from_numpy(word).to(self.device)
+        self.word_length = torch.from_numpy(word_length).to(self.device)
+        self.word_start = torch.from_numpy(np.concatenate([[0], np.cumsum(word_length)])).to(
+            self.device
+        )
+        self.doc_length = torch.from_numpy(doc_length).to(self.device)
+        self.doc_start = torch.from_numpy(np.concatenate([[0], np.cumsum(doc_length)])).to(
+            self.device
+        )
+        self.doc_perm = torch.from_numpy(doc_perm).to(self.device)
+
+    def fingerprint(self):
+        """A cheap identity of the token arrays (to recognise the same corpus)."""
+        return (
+            self.n_docs,
+            self.n_features,
+            self.n_tokens,
+            int(self.doc.to(torch.int64).sum()),
+            int((self.word.to(torch.int64) * 7919 + self.doc.to(torch.int64)).sum()),
+        )
+
+
+class GibbsState:
+    """Topic assignments of a :class:`GibbsCorpus` plus the integer count tables."""
+
+    def __init__(self, corpus, n_components, z):
+        self.corpus = corpus
+        self.n_components = int(n_components)
+        self.z = z.to(device=corpus.device, dtype=torch.int32)
+        K = self.n_components
+        self.n_dk = torch.zeros((corpus.n_docs, K), dtype=torch.int32, device=corpus.device)
+        self.n_wk = torch.zeros((corpus.n_features, K), dtype=torch.int32, device=corpus.device)
+        self.n_k = torch.zeros(K, dtype=torch.int64, device=corpus.device)
+        self.rebuild_counts()
+
+    def rebuild_counts(self, chunk=1 << 20):
+        """Recount ``n_dk``, ``n_wk`` and ``n_k`` from the assignments ``z``."""
+        corpus, K = self.corpus, self.n_components
+        self.n_dk.zero_()
+        self.n_wk.zero_()
+        flat_dk = self.n_dk.view(-1)
+        flat_wk = self.n_wk.view(-1)
+        for start, stop in chunk_bounds(corpus.n_tokens, chunk):
+            z = self.z[start:stop].to(torch.int64)
+            ones = torch.ones(stop - start, dtype=torch.int32, device=z.device)
+            flat_dk.index_add_(0, corpus.doc[start:stop].to(torch.int64) * K + z, ones)
+            flat_wk.index_add_(0, corpus.word[start:stop].to(torch.int64) * K + z, ones)
+        self.n_k = torch.zeros(K, dtype=torch.int64, device=corpus.device)
+        for start, stop in chunk_bounds(corpus.n_tokens, chunk):
+            self.n_k += torch.bincount(self.z[start:stop].to(torch.int64), minlength=K)
+
+    def topic_word(self, beta):
+        """Smoothed ``phi = (n_kw + beta) / (n_k + V beta)`` as float64 (K, V)."""
+        V = self.corpus.n_features
+        n_kw = self.n_wk.to(torch.float64).T
+        return (n_kw + beta) / (self.n_k.to(torch.float64)[:, None] + V * beta)
+
+    def doc_topic(self, alpha):
+        """Smoothed ``theta = (n_dk + alpha) / (n_d + sum(alpha))`` as float64 (D, K)."""
+        alpha = torch.as_tensor(alpha, dtype=torch.float64, device=self.n_dk.device)
+        n_dk = self.n_dk.to(torch.float64) + alpha
+        return n_dk / n_dk.sum(1, keepdim=True)

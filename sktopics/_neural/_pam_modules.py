@@ -1,0 +1,224 @@
+"""torch modules of aviPAM (PAMVI) and MoLDA: the structured encoder and the PAM VAE.
+
+The structured inference network has **one MLP per internal level** of the DAG
+(Srivastava & Sutton, aviPAM). The MLP of level ``l`` outputs the logistic-normal
+parameters of all that level's node distributions at once, shape
+``(batch, parents, children)``. After reparameterised sampling and a per-node
+softmax over the node's children (masked edges get probability 0), the mixing
+weights are passed down by batched products ``reach (B, 1, P) @ theta (B, P, C)``;
+the decoder multiplies the leaf-topic weights by the topic-word matrix.
+
+The MLPs reuse :class:`~._modules.InferenceNetwork` (encoder trunk, Glorot init,
+batch-normed heads); ``logvar_norm`` swaps the normalisation of the heads:
+
+* ``"batchnorm"``: TF-style batch norm on the mean and log-variance heads (AVITM);
+* ``"l2"``: the paper's batch-free variant on log sigma^2, ``u -> g * u / ||u||``
+  per node (no centring, no shift, learnable gain ``g``); the mean head is
+  left unnormalised, so a document's posterior never depends on its batch;
+* ``"none"``: no normalisation (prone to component collapse; for comparison).
+
+Maths only: imports torch, never scikit-learn or skorch.
+"""
+
+import torch
+from torch import nn
+
+from ._losses import gaussian_kl, reconstruction_nll
+from ._modules import InferenceNetwork, MixtureDecoder
+
+__all__ = [
+    "LOGVAR_NORMS",
+    "L2Normalization",
+    "LevelEncoder",
+    "StructuredEncoder",
+    "ConcatMixtureDecoder",
+    "PAMVAE",
+]
+
+LOGVAR_NORMS = ("batchnorm", "l2", "none")
+
+
+class L2Normalization(nn.Module):
+    """``u -> gain * u / ||u||_2`` per node over its children (aviPAM's l2 variant).
+
+    The input has shape ``(B, P * C)``; the norm runs over each node's ``C``
+    unmasked coordinates, so each document is normalised on its own. The gain is
+    initialised to ``sqrt(C)``, which gives unit root-mean-square outputs like a
+    batch norm.
+    """
+
+    def __init__(self, mask, eps=1e-6):
+        super().__init__()
+        self.register_buffer("mask", torch.as_tensor(mask, dtype=torch.float32))
+        n_children = self.mask.sum(-1, keepdim=True).clamp_min(1.0)
+        self.gain = nn.Parameter(torch.sqrt(n_children).expand_as(self.mask).clone())
+        self.eps = eps
+
+    def forward(self, u):
+        u = u.view(u.shape[0], *self.mask.shape) * self.mask
+        norm = torch.sqrt((u * u).sum(-1, keepdim=True) + self.eps)
+        return (self.gain * u / norm).reshape(u.shape[0], -1)
+
+
+class LevelEncoder(InferenceNetwork):
+    """The MLP of one internal level: ``x -> (mu, logvar)`` of shape ``(B, P, C)``."""
+
+    def __init__(self, n_features, mask, hidden_sizes, activation, dropout, logvar_norm,
+                 bn_eps, bn_momentum):
+        n_parents, n_children = mask.shape
+        super().__init__(n_features, n_parents * n_children, hidden_sizes, activation,
+                         dropout, bn_eps, bn_momentum)
+        self.shape = (n_parents, n_children)
+        if logvar_norm == "l2":
+            self.mu_bn = nn.Identity()
+            self.logvar_bn = L2Normalization(mask)
+        elif logvar_norm == "none":
+            self.mu_bn = nn.Identity()
+            self.logvar_bn = nn.Identity()
+        elif logvar_norm != "batchnorm":
+            raise ValueError(f"logvar_norm must be one of {LOGVAR_NORMS}; got {logvar_norm!r}.")
+
+    def forward(self, x):
+        mu, logvar = super().forward(x)
+        return mu.view(-1, *self.shape), logvar.view(-1, *self.shape)
+
+
+class StructuredEncoder(nn.Module):
+    """One :class:`LevelEncoder` per internal level of the DAG."""
+
+    def __init__(self, n_features, masks, hidden_sizes, activation, dropout, logvar_norm,
+                 bn_eps, bn_momentum):
+        super().__init__()
+        self.levels = nn.ModuleList(
+            LevelEncoder(n_features, mask, hidden_sizes, activation, dropout, logvar_norm,
+                         bn_eps, bn_momentum)
+            for mask in masks
+        )
+
+    def forward(self, x):
+        outputs = [level(x) for level in self.levels]
+        return tuple(o[0] for o in outputs), tuple(o[1] for o in outputs)
+
+
+class ConcatMixtureDecoder(nn.Module):
+    """Several :class:`~._modules.MixtureDecoder` side by side (MoLDA's components).
+
+    Each component normalises its own topic matrix (batch norm across its topics
+    for each word, then a softmax); the leaf weights cover all components' topics.
+    """
+
+    def __init__(self, n_topics, n_features, bn_eps):
+        super().__init__()
+        self.parts = nn.ModuleList(MixtureDecoder(k, n_features, bn_eps) for k in n_topics)
+
+    def topic_word(self):
+        return torch.cat([part.topic_word() for part in self.parts], dim=0)
+
+    def forward(self, theta):
+        return torch.log(theta @ self.topic_word() + 1e-10)
+
+
+class PAMVAE(nn.Module):
+    """Structured VAE of a layered PAM: encoder, per-node sampling, path products, decoder.
+
+    ``forward(x)`` returns ``(log_word_probs, mus, logvars)`` with one
+    ``(B, P, C)`` tensor per level in ``mus`` and ``logvars``;
+    :meth:`negative_elbo` turns that into the per-document loss (reconstruction
+    plus one Gaussian KL per node, masked edges excluded). The Laplace priors and
+    the masks live in buffers.
+
+    Parameters
+    ----------
+    encoder : StructuredEncoder
+    decoder : MixtureDecoder or ConcatMixtureDecoder
+    masks : list of bool arrays, one ``(P, C)`` per level
+    prior_means, prior_vars : list of arrays, one ``(P, C)`` per level
+    theta_dropout : float
+        Dropout on the leaf-topic weights, as AVITM applies it to theta.
+    """
+
+    def __init__(self, encoder, decoder, masks, prior_means, prior_vars, theta_dropout):
+        super().__init__()
+        self.encoder = encoder
+        self.decoder = decoder
+        self.theta_dropout = nn.Dropout(theta_dropout)
+        self.n_levels = len(masks)
+        for level, (mask, mean, var) in enumerate(zip(masks, prior_means, prior_vars)):
+            self.register_buffer(f"mask_{level}", torch.tensor(mask, dtype=torch.bool))
+            self.register_buffer(f"prior_mean_{level}", torch.as_tensor(mean, dtype=torch.float32))
+            self.register_buffer(f"prior_var_{level}", torch.as_tensor(var, dtype=torch.float32))
+
+    def masks(self):
+        return [getattr(self, f"mask_{level}") for level in range(self.n_levels)]
+
+    def priors(self):
+        return [(getattr(self, f"prior_mean_{level}"), getattr(self, f"prior_var_{level}"))
+                for level in range(self.n_levels)]
+
+    # ---------------------------------------------------------------- pieces
+    def node_probs(self, hs):
+        """Per-node softmax over unmasked children of each level's ``(B, P, C)`` logits."""
+        return [torch.softmax(h.masked_fill(~mask, float("-inf")), dim=-1)
+                for h, mask in zip(hs, self.masks())]
+
+    @staticmethod
+    def reach(node_probs):
+        """Marginal probability of each node, level by level (batched products)."""
+        reach = node_probs[0][:, 0, :]
+        marginals = [reach]
+        for probs in node_probs[1:]:
+            reach = torch.bmm(reach.unsqueeze(1), probs).squeeze(1)
+            marginals.append(reach)
+        return marginals
+
+    def sample(self, mu, logvar, generator=None):
+        noise = torch.randn(mu.shape, generator=generator, device=mu.device, dtype=mu.dtype)
+        return mu + torch.exp(0.5 * logvar) * noise
+
+    # ---------------------------------------------------------------- forward
+    def forward(self, x, generator=None):
+        mus, logvars = self.encoder(x)
+        hs = [self.sample(mu, logvar, generator) for mu, logvar in zip(mus, logvars)]
+        leaf = self.reach(self.node_probs(hs))[-1]
+        return self.decoder(self.theta_dropout(leaf)), mus, logvars
+
+    def mean_node_probs(self, x):
+        """Node distributions at the posterior means, ``softmax(mu)`` (inference read-out).
+
+        Computed in float64 (a float64 view of the encoder's parameters), so that a
+        document's proportions do not depend, even at float32 round-off level, on
+        the other documents of its batch.
+        """
+        state = {name: value.double() if value.is_floating_point() else value
+                 for name, value in self.encoder.state_dict(keep_vars=True).items()}
+        mus, _ = torch.func.functional_call(self.encoder, state, (x.double(),))
+        return self.node_probs(mus)
+
+    def kl(self, mus, logvars):
+        """Sum over every node of KL(q(h_node | x) || Laplace prior), per document."""
+        total = 0.0
+        for mu, logvar, mask, (mean, var) in zip(mus, logvars, self.masks(), self.priors()):
+            mean, var = mean.to(mu.dtype), var.to(mu.dtype)
+            # Masked edges carry no latent: set them to the prior, where KL is 0.
+            mu = torch.where(mask, mu, mean)
+            logvar = torch.where(mask, logvar, torch.log(var))
+            total = total + gaussian_kl(
+                mu.flatten(1), logvar.flatten(1), mean.flatten(), var.flatten()
+            )
+        return total
+
+    def negative_elbo(self, x, y_pred):
+        """Per-document negative ELBO: reconstruction NLL plus the nodes' KLs."""
+        log_word_probs, mus, logvars = y_pred
+        return reconstruction_nll(x, log_word_probs) + self.kl(mus, logvars)
+
+    def active_units(self, mus, logvars, threshold=1e-2):
+        """Fraction of latent coordinates whose batch-average KL exceeds ``threshold``."""
+        counts, total = 0, 0
+        for mu, logvar, mask, (mean, var) in zip(mus, logvars, self.masks(), self.priors()):
+            kl = 0.5 * (torch.exp(logvar) / var + (mean - mu) ** 2 / var - 1 - logvar
+                        + torch.log(var)).mean(0)
+            counts += int((kl[mask] > threshold).sum())
+            total += int(mask.sum())
+        return counts / max(total, 1)
+

@@ -1,0 +1,37 @@
+"""Held-out likelihood estimation and model comparison for topic models.
+
+Estimators of log p(w | model): :func:`ais_log_likelihood` (annealed importance
+sampling), :func:`left_to_right_log_likelihood` (left-to-right in its unbiased,
+sequential Monte Carlo form); comparators :func:`ratio_ais` and
+:func:`iteration_ais` (Foulds & Smyth 2014); scikit-learn scorers. Results are
+:class:`HeldOutLikelihood` and :class:`ModelComparison` objects. See the user guide,
+"Evaluating topic models".
+"""
+
+from ._ais import ais_log_likelihood, default_score, generative_view
+from ._iteration_ais import iteration_ais
+from ._left_to_right import left_to_right_log_likelihood
+from ._ratio_ais import align_topics, ratio_ais
+from ._results import HeldOutLikelihood, ModelComparison
+from ._scorers import (
+    make_ais_scorer,
+    make_coherence_scorer,
+    make_left_to_right_scorer,
+    make_ratio_ais_scorer,
+)
+
+__all__ = [
+    "HeldOutLikelihood",
+    "ModelComparison",
+    "ais_log_likelihood",
+    "align_topics",
+    "default_score",
+    "generative_view",
+    "iteration_ais",
+    "left_to_right_log_likelihood",
+    "make_ais_scorer",
+    "make_coherence_scorer",
+    "make_left_to_right_scorer",
+    "make_ratio_ais_scorer",
+    "ratio_ais",
+]

@@ -1,0 +1,190 @@
+"""Result objects of the held-out likelihood estimators."""
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+import numpy as np
+
+__all__ = ["HeldOutLikelihood", "ModelComparison"]
+
+
+def _sign_test_pvalue(values):
+    """Two-sided sign test of median(values) = 0 (zeros dropped)."""
+    from scipy.stats import binomtest
+
+    values = np.asarray(values)
+    pos, neg = int((values > 0).sum()), int((values < 0).sum())
+    if pos + neg == 0:
+        return 1.0
+    return float(binomtest(pos, pos + neg, 0.5).pvalue)
+
+
+@dataclass
+class HeldOutLikelihood:
+    """Estimated held-out log-likelihood log p(w | model) of a set of documents.
+
+    Token-sequence likelihood (no multinomial coefficient), natural logarithms.
+
+    Attributes
+    ----------
+    per_document : ndarray of shape (n_documents,)
+        Estimate of log p(w_d | model) for every document (0 for empty ones).
+    per_document_stderr : ndarray of shape (n_documents,)
+        Monte Carlo standard error of each entry (delta method from the effective
+        sample size of the importance weights; NaN when it cannot be estimated,
+        e.g. with one chain). It is too small under heavy-tailed weights: look at
+        ``min_ess`` too.
+    n_tokens : ndarray of shape (n_documents,)
+        Tokens per document.
+    method : str
+        Which estimator produced the numbers.
+    settings : dict
+        The settings used (temperatures, chains, schedule, kernel, seed, ...).
+    n_token_updates : int
+        Cost: number of K-way draws (or likelihood evaluations) made.
+    min_ess : float
+        Smallest effective sample size over documents.
+    n_dropped_tokens : int
+        Tokens that were ignored (always 0 for matrices over the model vocabulary).
+    """
+
+    per_document: np.ndarray
+    per_document_stderr: np.ndarray
+    n_tokens: np.ndarray
+    method: str
+    settings: dict = field(default_factory=dict)
+    n_token_updates: int = 0
+    min_ess: float = float("nan")
+    n_dropped_tokens: int = 0
+
+    @property
+    def total(self):
+        """Sum over documents of log p(w_d)."""
+        return float(np.sum(self.per_document))
+
+    @property
+    def per_token(self):
+        """``total / sum(n_tokens)``: the per-token log-likelihood (higher is better)."""
+        return self.total / max(float(np.sum(self.n_tokens)), 1.0)
+
+    @property
+    def stderr(self):
+        """Monte Carlo standard error of ``total``: ``sqrt(sum se_d^2)``."""
+        return float(np.sqrt(np.sum(np.square(self.per_document_stderr))))
+
+    def perplexity(self):
+        """Corpus perplexity ``exp(-total / n_tokens)`` (natural log, token-weighted)."""
+        return float(np.exp(-self.per_token))
+
+    def per_document_perplexity(self):
+        """AVITM's variant ``exp(mean_d(-log p(w_d) / N_d))`` over non-empty documents."""
+        keep = self.n_tokens > 0
+        return float(np.exp(np.mean(-self.per_document[keep] / self.n_tokens[keep])))
+
+    def __repr__(self):
+        return (
+            f"HeldOutLikelihood(method={self.method!r}, total={self.total:.4f}, "
+            f"per_token={self.per_token:.5f}, stderr={self.stderr:.4f}, "
+            f"n_documents={len(self.per_document)})"
+        )
+
+
+@dataclass
+class ModelComparison:
+    """Estimated log p(w | A) - log p(w | B) per document (positive: A is better).
+
+    Attributes
+    ----------
+    per_document : ndarray of shape (n_documents,)
+        Estimated log-ratio per document; with ``direction="both"`` the mean of the
+        forward and reverse estimates.
+    per_document_stderr : ndarray
+        Monte Carlo standard error per document.
+    n_tokens : ndarray
+        Tokens per document.
+    method : str
+        ``"ratio-ais"`` or ``"paired-ais"`` (the fallback when the latent spaces
+        differ, with common random numbers).
+    settings : dict
+        Path, direction, start, schedule, temperatures, chains, seed, notes.
+    forward, reverse : ndarray or None
+        Per-document estimates of the forward run (B -> A) and of the reverse run
+        (A -> B, reported as a log-ratio A over B). By Jensen, with exact starts,
+        ``E[forward] <= log p_A/p_B <= E[reverse]``.
+    topic_permutation : ndarray or None
+        The permutation applied to B's topics to align them with A's.
+    """
+
+    per_document: np.ndarray
+    per_document_stderr: np.ndarray
+    n_tokens: np.ndarray
+    method: str
+    settings: dict = field(default_factory=dict)
+    forward: Optional[np.ndarray] = None
+    reverse: Optional[np.ndarray] = None
+    forward_stderr: Optional[np.ndarray] = None
+    reverse_stderr: Optional[np.ndarray] = None
+    topic_permutation: Optional[np.ndarray] = None
+    n_token_updates: int = 0
+    min_ess: float = float("nan")
+    n_dropped_tokens: int = 0
+
+    @property
+    def total(self):
+        """Sum over documents of the log-ratio."""
+        return float(np.sum(self.per_document))
+
+    @property
+    def per_token(self):
+        """``total / sum(n_tokens)``: positive when A is better."""
+        return self.total / max(float(np.sum(self.n_tokens)), 1.0)
+
+    @property
+    def stderr(self):
+        """Monte Carlo standard error of ``total``."""
+        return float(np.sqrt(np.nansum(np.square(self.per_document_stderr))))
+
+    @property
+    def paired_stderr(self):
+        """Standard deviation of the per-document log-ratios over sqrt(n_documents)."""
+        n = len(self.per_document)
+        return float(np.std(self.per_document, ddof=1) / np.sqrt(n)) if n > 1 else np.nan
+
+    @property
+    def per_document_gap(self):
+        """``reverse - forward`` per document (``None`` unless both were run)."""
+        if self.forward is None or self.reverse is None:
+            return None
+        return self.reverse - self.forward
+
+    def perplexity_ratio(self):
+        """Per-document perplexity ratio ``exp(-delta_d / N_d)`` (< 1: A is better)."""
+        n = np.maximum(self.n_tokens, 1)
+        return np.exp(-self.per_document / n)
+
+    @property
+    def corpus_perplexity_ratio(self):
+        """``exp(-sum delta / sum N)``: perplexity of A over that of B (< 1: A is better)."""
+        return float(np.exp(-self.per_token))
+
+    def bracket(self):
+        """``(forward, reverse)`` corpus perplexity ratios, when both were run."""
+        if self.forward is None or self.reverse is None:
+            return None
+        n = max(float(np.sum(self.n_tokens)), 1.0)
+        return (
+            float(np.exp(-np.sum(self.reverse) / n)),
+            float(np.exp(-np.sum(self.forward) / n)),
+        )
+
+    @property
+    def sign_test_pvalue(self):
+        """Two-sided sign test that A and B are equally often better."""
+        return _sign_test_pvalue(self.per_document)
+
+    def __repr__(self):
+        return (
+            f"ModelComparison(method={self.method!r}, total={self.total:.4f}, "
+            f"per_token={self.per_token:.6f}, stderr={self.stderr:.4f}, "
+            f"corpus_perplexity_ratio={self.corpus_perplexity_ratio:.5f})"
+        )

@@ -1,0 +1,283 @@
+"""model_selection: continuous AIS (ProdLDA), scorers, sklearn integration, API."""
+
+import time
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+import torch
+from scipy.special import logsumexp
+from sklearn.base import BaseEstimator, TransformerMixin
+from sklearn.feature_extraction.text import CountVectorizer
+from sklearn.model_selection import GridSearchCV, cross_validate
+from sklearn.pipeline import make_pipeline
+from sklearn.utils._param_validation import InvalidParameterError
+
+from sktopics import ProdLDA
+from sktopics._generative import DirichletPrior, GenerativeView, MixtureLikelihood
+from sktopics.model_selection import (
+    HeldOutLikelihood,
+    ModelComparison,
+    ais_log_likelihood,
+    default_score,
+    generative_view,
+    iteration_ais,
+    left_to_right_log_likelihood,
+    make_ais_scorer,
+    make_coherence_scorer,
+    make_left_to_right_scorer,
+    make_ratio_ais_scorer,
+    ratio_ais,
+)
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
+
+
+class StandInLDA(TransformerMixin, BaseEstimator):
+    """A tiny deterministic 'LDA': topics from smoothed counts of a fixed split."""
+
+    def __init__(self, n_components=2, alpha=0.5):
+        self.n_components = n_components
+        self.alpha = alpha
+
+    def fit(self, X, y=None):
+        X = sp.csr_matrix(X, dtype=np.float64)
+        rng = np.random.default_rng(self.n_components)
+        resp = rng.dirichlet(np.ones(self.n_components), X.shape[0])
+        for _ in range(20):  # a few EM steps of a mixture of unigrams
+            phi = (resp.T @ X.toarray()) + 0.1
+            phi /= phi.sum(1, keepdims=True)
+            log_r = X @ np.log(phi).T
+            resp = np.exp(log_r - logsumexp(log_r, axis=1, keepdims=True))
+        self.components_ = phi
+        self.n_features_in_ = X.shape[1]
+        return self
+
+    def transform(self, X):
+        return np.asarray(sp.csr_matrix(X) @ self.components_.T)
+
+    def _generative_view(self):
+        return GenerativeView(
+            prior=DirichletPrior(np.full(self.n_components, self.alpha)),
+            likelihood=MixtureLikelihood(self.components_),
+            n_features=self.components_.shape[1],
+        )
+
+
+def corpus(n_docs=60, seed=0):
+    rng = np.random.default_rng(seed)
+    phi = np.array([[0.3, 0.3, 0.2, 0.1, 0.05, 0.05], [0.05, 0.05, 0.1, 0.2, 0.3, 0.3]])
+    theta = rng.dirichlet([0.3, 0.3], n_docs)
+    X = np.stack([rng.multinomial(rng.integers(3, 9), t @ phi) for t in theta])
+    return X.astype(float)
+
+
+def texts(n_docs=40, seed=0):
+    X = corpus(n_docs, seed).astype(int)
+    words = np.array(["apple", "banana", "cherry", "delta", "echo", "foxtrot"])
+    return [" ".join(np.repeat(words, x)) or "apple" for x in X]
+
+
+# --------------------------------------------------------------------------- ProdLDA
+
+
+@pytest.fixture(scope="module")
+def prodlda():
+    with torch.random.fork_rng():
+        torch.set_num_threads(1)
+        X = corpus(60)
+        return ProdLDA(n_components=2, max_iter=5, batch_size=20, hidden_sizes=(16, 16),
+                       device="cpu", random_state=0).fit(X)
+
+
+def prodlda_exact(view, X):
+    """K = 2: theta depends on d = h1 - h2 ~ N(mu1 - mu2, var1 + var2); 1-D quadrature."""
+    mu, var = view.prior.mean, view.prior.var
+    m, s = mu[0] - mu[1], np.sqrt(var[0] + var[1])
+    d = np.linspace(m - 12 * s, m + 12 * s, 20001)
+    theta = torch.softmax(torch.tensor(np.stack([d, np.zeros_like(d)], 1)), -1)
+    log_prior = -0.5 * ((d - m) / s) ** 2 - np.log(s * np.sqrt(2 * np.pi))
+    out = []
+    for x in X:
+        ll = view.likelihood.log_prob(torch.tensor(x)[None], theta).numpy()
+        out.append(logsumexp(ll + log_prior) + np.log(d[1] - d[0]))
+    return np.array(out)
+
+
+@pytest.mark.parametrize("start", ["prior", "proposal"])
+def test_prodlda_continuous_ais_matches_quadrature(prodlda, start):
+    X = corpus(6, seed=3)
+    exact = prodlda_exact(generative_view(prodlda), X)
+    res = ais_log_likelihood(prodlda, X, n_temperatures=60, n_chains=60, random_state=0,
+                             start=start)
+    assert res.method == "ais-hmc"
+    err = np.abs(res.per_document - exact)
+    assert np.all(err < np.maximum(0.05, 6 * res.per_document_stderr)), (err, res.per_document_stderr)
+
+
+def test_prodlda_continuous_ais_unbiased_in_probability(prodlda):
+    x = corpus(1, seed=5)
+    exact = prodlda_exact(generative_view(prodlda), x)[0]
+    res = ais_log_likelihood(prodlda, np.tile(x, (1500, 1)), n_temperatures=3, n_chains=1,
+                             schedule="linear", start="prior", random_state=1)
+    ratio = np.exp(res.per_document - exact)
+    assert abs(ratio.mean() - 1) < 4.5 * ratio.std(ddof=1) / np.sqrt(ratio.size)
+
+
+def test_prodlda_ratio_falls_back_to_paired(prodlda):
+    X = corpus(4, seed=6)
+    lda = StandInLDA(2).fit(corpus(60))
+    res = ratio_ais(lda, prodlda, X, n_temperatures=5, n_chains=2, random_state=0)
+    assert res.method == "paired-ais" and "paired" in res.settings["note"]
+    kw = dict(n_temperatures=5, n_chains=2, schedule="linear", random_state=0)
+    a = ais_log_likelihood(lda, X, **kw)
+    b = ais_log_likelihood(prodlda, X, **kw)
+    np.testing.assert_allclose(res.per_document, a.per_document - b.per_document)
+
+
+# --------------------------------------------------------------------------- default_score
+
+
+def test_default_score_is_cheap_and_deterministic(prodlda):
+    rng = np.random.default_rng(0)
+    for n_words in (3, 10):
+        X = sp.csr_matrix(np.abs(rng.normal(3, 1, (20, n_words))).round())
+        view = generative_view((rng.dirichlet(np.ones(n_words), 3), np.full(3, 0.5)))
+        t = time.perf_counter()
+        s1 = default_score(view, X)
+        elapsed = time.perf_counter() - t
+        assert elapsed < 0.5 and np.isfinite(s1)
+        assert s1 == default_score(view, X)
+    X = sp.csr_matrix(np.abs(rng.normal(3, 1, (20, 6))))  # fractional counts
+    view = generative_view(prodlda)
+    t = time.perf_counter()
+    s = default_score(view, X)
+    assert time.perf_counter() - t < 0.5 and np.isfinite(s)
+    assert s == default_score(view, X)
+    with pytest.raises(ValueError):
+        default_score(view, sp.csr_matrix((2, 6)))
+
+
+def test_default_score_close_to_long_ais():
+    X = corpus(10, seed=2)
+    lda = StandInLDA(2).fit(corpus(60))
+    long = ais_log_likelihood(lda, X, n_temperatures=300, n_chains=20, random_state=0)
+    assert default_score(lda._generative_view(), sp.csr_matrix(X)) == pytest.approx(long.per_token, abs=0.02)
+
+
+# --------------------------------------------------------------------------- views, validation
+
+
+def test_generative_view_accessor():
+    lda = StandInLDA(2).fit(corpus(30))
+    pipe = make_pipeline(CountVectorizer(), StandInLDA(2)).fit(texts())
+    assert isinstance(generative_view(lda), GenerativeView)
+    assert isinstance(generative_view(pipe), GenerativeView)
+    view = generative_view(lda)
+    assert generative_view(view) is view
+    assert generative_view((np.ones((2, 3)), 0.5)).token_mixture()[0].shape == (2, 3)
+    with pytest.raises(TypeError):
+        generative_view(object())
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda X: ais_log_likelihood((np.ones((2, 6)) / 6, [1, 1]), X, n_temperatures=0),
+        lambda X: ais_log_likelihood((np.ones((2, 6)) / 6, [1, 1]), X, schedule="bogus"),
+        lambda X: left_to_right_log_likelihood((np.ones((2, 6)) / 6, [1, 1]), X, n_particles=0),
+        lambda X: ratio_ais((np.ones((2, 6)) / 6, [1, 1]), (np.ones((2, 6)) / 6, [1, 1]), X, path="x"),
+        lambda X: iteration_ais([(np.ones((2, 6)) / 6, [1, 1])], X, n_chains=0),
+        lambda X: make_ais_scorer(n_chains=0),
+    ],
+)
+def test_validate_params(call):
+    with pytest.raises(InvalidParameterError):
+        call(corpus(3))
+
+
+def test_wrong_vocabulary_and_bad_counts():
+    with pytest.raises(ValueError, match="features"):
+        ais_log_likelihood((np.ones((2, 5)) / 5, [1, 1]), corpus(3))
+    with pytest.raises(ValueError):
+        ais_log_likelihood((np.ones((2, 6)) / 6, [1, 1]), -corpus(3))
+    with pytest.warns(UserWarning, match="rounded"):
+        ais_log_likelihood((np.ones((2, 6)) / 6, [1, 1]), corpus(3) + 0.3, n_temperatures=2,
+                           n_chains=1, random_state=0)
+
+
+def test_results_objects():
+    X = corpus(5)
+    res = ais_log_likelihood((np.ones((2, 6)) / 6, [1, 1]), X, n_temperatures=3, n_chains=2,
+                             random_state=0)
+    assert isinstance(res, HeldOutLikelihood)
+    # uniform topics: p(w) = 6^-N exactly, whatever z
+    np.testing.assert_allclose(res.per_document, -X.sum(1) * np.log(6))
+    assert res.perplexity() == pytest.approx(6.0)
+    assert res.stderr == pytest.approx(0.0, abs=1e-12)
+    assert "HeldOutLikelihood" in repr(res)
+    # same phi, different alpha: p(w) is the same (6^-N), the estimate is stochastic
+    cmp = ratio_ais((np.ones((2, 6)) / 6, [1, 1]), (np.ones((2, 6)) / 6, [2, 2]), X,
+                    direction="both", n_temperatures=3, n_chains=2, random_state=0)
+    assert isinstance(cmp, ModelComparison)
+    assert cmp.corpus_perplexity_ratio == pytest.approx(1.0, abs=2e-3)
+    assert np.allclose(cmp.perplexity_ratio(), 1.0, atol=0.05)
+    same = ratio_ais((np.ones((2, 6)) / 6, [1, 1]), (np.ones((2, 6)) / 6, [1, 1]), X,
+                     n_temperatures=3, n_chains=2, random_state=0)
+    assert same.corpus_perplexity_ratio == 1.0
+    assert 0 <= cmp.sign_test_pvalue <= 1
+    assert np.isfinite(cmp.paired_stderr)
+
+
+# --------------------------------------------------------------------------- scorers
+
+
+def test_scorers_unwrap_pipelines_and_are_deterministic():
+    docs = texts(40)
+    pipe = make_pipeline(CountVectorizer(), StandInLDA(2)).fit(docs)
+    ref = make_pipeline(CountVectorizer(), StandInLDA(3)).fit(docs)
+    for scorer in (make_ais_scorer(n_temperatures=10, n_chains=2),
+                   make_left_to_right_scorer(n_particles=5),
+                   make_ratio_ais_scorer(ref, n_temperatures=5, n_chains=2),
+                   make_coherence_scorer(top_n=3)):
+        s1, s2 = scorer(pipe, docs[:10]), scorer(pipe, docs[:10])
+        assert np.isfinite(s1) and s1 == s2, scorer
+        assert repr(scorer)
+    # the ratio scorer of a model against itself is ~0
+    same = make_ratio_ais_scorer(pipe, n_temperatures=5, n_chains=2)
+    assert abs(same(pipe, docs[:10])) < 1e-9
+
+
+@pytest.mark.parametrize("n_jobs", [1, pytest.param(2, marks=pytest.mark.slow)])
+def test_grid_search_over_n_components_with_ais_and_multimetric_refit(n_jobs):
+    X = corpus(60)
+    grid = GridSearchCV(
+        StandInLDA(),
+        {"n_components": [1, 2, 3]},
+        scoring={"ll": make_ais_scorer(n_temperatures=20, n_chains=2),
+                 "npmi": make_coherence_scorer(top_n=3)},
+        refit="ll",
+        cv=2,
+        n_jobs=n_jobs,
+    ).fit(X)
+    scores = grid.cv_results_["mean_test_ll"]
+    assert np.all(np.isfinite(scores))
+    assert grid.best_params_["n_components"] >= 2  # two true topics beat one
+    assert scores[1] > scores[0]
+
+
+def test_cross_validate_pipeline_with_prodlda_ais_scorer():
+    docs = texts(40)
+    pipe = make_pipeline(CountVectorizer(), ProdLDA(n_components=2, max_iter=3, batch_size=20,
+                                                     hidden_sizes=(8, 8), device="cpu",
+                                                     random_state=0))
+    out = cross_validate(pipe, docs, cv=2,
+                         scoring={"ll": make_ais_scorer(n_temperatures=5, n_chains=2),
+                                  "npmi": make_coherence_scorer(top_n=3)})
+    assert np.all(np.isfinite(out["test_ll"])) and np.all(out["test_ll"] < 0)

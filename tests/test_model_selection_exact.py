@@ -1,0 +1,366 @@
+"""model_selection estimators against exact enumeration (evaluation.md section 8).
+
+The sharpest test is unbiasedness *in probability*: exp(estimate - exact) has mean 1.
+Each document is repeated many times with one chain (rows are keyed independently),
+so the sample mean of exp(estimate - exact) has a standard error we can compute.
+"""
+
+import itertools
+
+import numpy as np
+import pytest
+import torch
+from scipy.special import gammaln, logsumexp
+
+from sktopics.model_selection import (
+    ais_log_likelihood,
+    iteration_ais,
+    left_to_right_log_likelihood,
+    ratio_ais,
+)
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    # 2 shared cores: torch's intra-op threads spin and slow small ops ~50x.
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
+
+
+# --------------------------------------------------------------------------- exact answers
+
+
+def exact_log_likelihood(phi, alpha, words):
+    """log p(w | phi, alpha), token sequence, theta collapsed, by enumerating K^N."""
+    phi, alpha = np.asarray(phi, float), np.asarray(alpha, float)
+    words = np.asarray(words, dtype=np.int64)
+    n_topics, n = phi.shape[0], len(words)
+    if n == 0:
+        return 0.0
+    zs = np.array(list(itertools.product(range(n_topics), repeat=n)), dtype=np.int64)
+    counts = np.stack([(zs == k).sum(1) for k in range(n_topics)], 1)
+    a = alpha.sum()
+    lp = (gammaln(a) - gammaln(n + a) + (gammaln(counts + alpha) - gammaln(alpha)).sum(1)
+          + np.log(phi[zs, words]).sum(1))
+    return float(logsumexp(lp))
+
+
+def dp_log_likelihood(phi, alpha, words):
+    """The count-vector dynamic programme of evaluation.md section 3.1."""
+    phi, alpha = np.asarray(phi, float), np.asarray(alpha, float)
+    n_topics, a = phi.shape[0], alpha.sum()
+    states = {tuple([0] * n_topics): 1.0}
+    for n, w in enumerate(words):
+        new = {}
+        for c, f in states.items():
+            for k in range(n_topics):
+                p = f * (c[k] + alpha[k]) / (n + a) * phi[k, w]
+                key = tuple(c[i] + (i == k) for i in range(n_topics))
+                new[key] = new.get(key, 0.0) + p
+        states = new
+    return float(np.log(sum(states.values())))
+
+
+def words_of(x):
+    return np.repeat(np.arange(len(x)), np.asarray(x, dtype=np.int64))
+
+
+def exact_per_doc(phi, alpha, X):
+    return np.array([exact_log_likelihood(phi, alpha, words_of(x)) for x in X])
+
+
+def make_problem(seed=0, n_topics=3, n_words=4, n_docs=4, max_count=2):
+    rng = np.random.default_rng(seed)
+    phi = rng.dirichlet(np.full(n_words, 0.5), n_topics)
+    alpha = rng.uniform(0.2, 1.0, n_topics)
+    X = rng.integers(0, max_count + 1, (n_docs, n_words))
+    X[X.sum(1) < 2, 0] = 2
+    return phi, alpha, X
+
+
+def assert_unbiased_in_probability(log_est, exact, n_se=4.5):
+    ratio = np.exp(np.asarray(log_est) - exact)
+    mean, se = ratio.mean(), ratio.std(ddof=1) / np.sqrt(ratio.size)
+    assert abs(mean - 1.0) < n_se * se + 1e-12, (mean, se)
+    return mean, se
+
+
+# one 5-token document repeated; K = 3, V = 4
+PHI = np.array([[0.7, 0.1, 0.1, 0.1], [0.1, 0.6, 0.2, 0.1], [0.05, 0.05, 0.3, 0.6]])
+ALPHA = np.array([0.3, 0.6, 0.9])
+DOC = np.array([2, 1, 1, 1])
+N_REP = 3000
+
+
+def repeated(doc=DOC, n=N_REP):
+    return np.tile(doc, (n, 1))
+
+
+# --------------------------------------------------------------------------- exact helpers
+
+
+def test_enumeration_matches_dp_and_monte_carlo_theta():
+    phi, alpha, X = make_problem(1, n_topics=3, n_words=5, n_docs=3, max_count=2)
+    for x in X:
+        w = words_of(x)
+        assert exact_log_likelihood(phi, alpha, w) == pytest.approx(dp_log_likelihood(phi, alpha, w), abs=1e-9)
+    # Polya / Dirichlet-multinomial against a Monte Carlo theta integral
+    rng = np.random.default_rng(0)
+    theta = rng.dirichlet(ALPHA, 400_000)
+    lik = np.prod((theta @ PHI)[:, words_of(DOC)], axis=1)
+    mc = np.log(lik.mean())
+    se = lik.std() / lik.mean() / np.sqrt(theta.shape[0])
+    assert abs(mc - exact_log_likelihood(PHI, ALPHA, words_of(DOC))) < 5 * se
+
+
+def test_dirichlet_sampler_moments():
+    from sktopics.model_selection._ais import _log_dirichlet
+
+    conc = torch.tensor([[0.05, 0.7, 3.0]], dtype=torch.float64).expand(40_000, 3).contiguous()
+    keys = torch.arange(40_000).view(-1, 1)
+    theta = torch.exp(_log_dirichlet(conc, keys, 5)).numpy()
+    a = conc[0].numpy()
+    mean = a / a.sum()
+    var = mean * (1 - mean) / (a.sum() + 1)
+    assert np.allclose(theta.mean(0), mean, atol=5 * np.sqrt(var / 40_000).max())
+    assert np.allclose(theta.var(0), var, rtol=0.06)
+
+
+# --------------------------------------------------------------------------- AIS
+
+
+@pytest.mark.parametrize("kernel", ["collapsed", "blocked"])
+def test_ais_unbiased_in_probability(kernel):
+    exact = exact_log_likelihood(PHI, ALPHA, words_of(DOC))
+    res = ais_log_likelihood((PHI, ALPHA), repeated(), n_temperatures=4, n_chains=1,
+                             schedule="linear", kernel=kernel, random_state=0)
+    assert_unbiased_in_probability(res.per_document, exact)
+    # ... while the log is biased low (Jensen): a stochastic lower bound
+    gap = res.per_document.mean() - exact
+    assert gap < -4 * res.per_document.std() / np.sqrt(N_REP)
+
+
+@pytest.mark.parametrize("kernel", ["collapsed", "blocked"])
+def test_ais_converges_to_exact(kernel):
+    phi, alpha, X = make_problem(2, n_topics=3, n_words=4, n_docs=4)
+    exact = exact_per_doc(phi, alpha, X)
+    res = ais_log_likelihood((phi, alpha), X, n_temperatures=200, n_chains=200,
+                             kernel=kernel, random_state=1)
+    err = np.abs(res.per_document - exact)
+    assert np.all(err < np.maximum(0.03, 6 * res.per_document_stderr)), (err, res.per_document_stderr)
+    assert res.n_tokens.sum() == X.sum()
+    assert res.per_token == pytest.approx(res.total / X.sum())
+    assert res.perplexity() == pytest.approx(np.exp(-res.per_token))
+
+
+def test_ais_bias_shrinks_with_temperatures():
+    exact = exact_log_likelihood(PHI, ALPHA, words_of(DOC))
+    gaps, sds = [], []
+    for s in (1, 10, 100):
+        res = ais_log_likelihood((PHI, ALPHA), repeated(n=600), n_temperatures=s, n_chains=1,
+                                 schedule="linear", random_state=3)
+        gaps.append(res.per_document.mean() - exact)
+        sds.append(res.per_document.std())
+    assert gaps[0] < gaps[1] < gaps[2] <= 0.01
+    assert sds[0] > sds[1] > sds[2]
+
+
+def test_ais_reproducible_and_batch_independent(monkeypatch):
+    import sktopics.model_selection._ais as ais_mod
+
+    phi, alpha, X = make_problem(4, n_docs=6)
+    kw = dict(n_temperatures=20, n_chains=3, random_state=7)
+    a = ais_log_likelihood((phi, alpha), X, **kw)
+    b = ais_log_likelihood((phi, alpha), X, **kw)
+    np.testing.assert_array_equal(a.per_document, b.per_document)
+    monkeypatch.setattr(ais_mod, "_MAX_ELEMENTS", 1)  # one document per batch
+    c = ais_log_likelihood((phi, alpha), X, **kw)
+    np.testing.assert_allclose(a.per_document, c.per_document, rtol=0, atol=1e-12)
+    d = ais_log_likelihood((phi, alpha), X, n_temperatures=20, n_chains=3, random_state=8)
+    assert not np.allclose(a.per_document, d.per_document)
+
+
+def test_ais_token_order_invariance_and_empty_documents():
+    phi, alpha, X = make_problem(5, n_docs=3)
+    X = np.vstack([X, np.zeros((1, X.shape[1]), dtype=X.dtype)])
+    res = ais_log_likelihood((phi, alpha), X, n_temperatures=100, n_chains=100, random_state=0)
+    assert res.per_document[-1] == 0.0
+    exact = exact_per_doc(phi, alpha, X)
+    assert np.all(np.abs(res.per_document - exact) < np.maximum(0.03, 6 * res.per_document_stderr))
+
+
+# --------------------------------------------------------------------------- left-to-right
+
+
+def test_left_to_right_unbiased_in_probability():
+    exact = exact_log_likelihood(PHI, ALPHA, words_of(DOC))
+    res = left_to_right_log_likelihood((PHI, ALPHA), repeated(), n_particles=3, n_filters=1,
+                                       random_state=0)
+    assert_unbiased_in_probability(res.per_document, exact)
+    assert res.per_document.mean() < exact  # log biased low
+
+
+def test_left_to_right_converges_with_and_without_rejuvenation():
+    phi, alpha, X = make_problem(6, n_docs=4)
+    exact = exact_per_doc(phi, alpha, X)
+    for rejuvenate in (False, True):
+        res = left_to_right_log_likelihood((phi, alpha), X, n_particles=2000, n_filters=4,
+                                           rejuvenate=rejuvenate, random_state=2)
+        err = np.abs(res.per_document - exact)
+        assert np.all(err < np.maximum(0.03, 6 * res.per_document_stderr)), err
+
+
+def _mallet_left_to_right(phi, alpha, words, n_particles, rng):
+    """The original estimator (product over positions of particle means): biased high."""
+    n_topics, a = phi.shape[0], alpha.sum()
+    c = np.zeros((n_particles, n_topics))
+    total = 0.0
+    for n, w in enumerate(words):
+        pred = (c + alpha) / (n + a) * phi[:, w]
+        total += np.log(pred.sum(1).mean())
+        p = pred / pred.sum(1, keepdims=True)
+        k = (p.cumsum(1) < rng.random((n_particles, 1))).sum(1).clip(max=n_topics - 1)
+        c[np.arange(n_particles), k] += 1
+    return total
+
+
+def test_negative_control_mallet_formula_is_biased_high():
+    # the test machinery detects a wrong estimator: Mallet's formula over-estimates
+    phi = np.array([[0.9, 0.1], [0.1, 0.9]])
+    alpha = np.array([0.1, 0.1])
+    words = np.array([0, 1, 0, 1, 0, 1])
+    exact = exact_log_likelihood(phi, alpha, words)
+    rng = np.random.default_rng(0)
+    est = np.array([_mallet_left_to_right(phi, alpha, words, 5, rng) for _ in range(2000)])
+    ratio = np.exp(est - exact)
+    assert ratio.mean() - 1 > 6 * ratio.std() / np.sqrt(ratio.size)
+    ours = left_to_right_log_likelihood((phi, alpha), np.tile([3, 3], (2000, 1)), n_particles=5,
+                                        n_filters=1, random_state=0)
+    assert_unbiased_in_probability(ours.per_document, exact)
+
+
+# --------------------------------------------------------------------------- ratio-AIS
+
+PHI_B = np.array([[0.5, 0.2, 0.2, 0.1], [0.2, 0.4, 0.2, 0.2], [0.1, 0.1, 0.4, 0.4]])
+ALPHA_B = np.array([0.5, 0.5, 0.5])
+
+
+@pytest.mark.parametrize("path", ["geometric", "convex", "hybrid"])
+@pytest.mark.parametrize("direction", ["forward", "reverse"])
+def test_ratio_ais_unbiased_with_exact_starts(path, direction):
+    words = words_of(DOC)
+    exact = exact_log_likelihood(PHI, ALPHA, words) - exact_log_likelihood(PHI_B, ALPHA_B, words)
+    res = ratio_ais((PHI, ALPHA), (PHI_B, ALPHA_B), repeated(n=2000), path=path,
+                    direction=direction, n_temperatures=3, n_chains=1, start="exact",
+                    align_topics=False, random_state=0)
+    if direction == "forward":
+        assert_unbiased_in_probability(res.forward, exact)
+    else:  # the reverse run estimates p_B / p_A unbiasedly
+        assert_unbiased_in_probability(-res.reverse, -exact)
+
+
+@pytest.mark.parametrize("path", ["geometric", "convex"])
+def test_ratio_ais_sandwich_and_both_directions(path):
+    words = words_of(DOC)
+    exact = exact_log_likelihood(PHI, ALPHA, words) - exact_log_likelihood(PHI_B, ALPHA_B, words)
+    res = ratio_ais((PHI, ALPHA), (PHI_B, ALPHA_B), repeated(n=1500), path=path,
+                    direction="both", n_temperatures=2, n_chains=1, start="exact",
+                    align_topics=False, random_state=1)
+    se_f = res.forward.std() / np.sqrt(1500)
+    se_r = res.reverse.std() / np.sqrt(1500)
+    # E[log v_fwd] <= exact <= -E[log v_rev]  (3 s.e. slack)
+    assert res.forward.mean() <= exact + 3 * se_f
+    assert res.reverse.mean() >= exact - 3 * se_r
+    assert np.all(res.per_document_gap == res.reverse - res.forward)
+    lo, hi = res.bracket()
+    assert lo <= hi + 1e-3
+
+
+@pytest.mark.parametrize("path", ["geometric", "convex", "hybrid"])
+@pytest.mark.parametrize("start", ["ais", "exact"])
+def test_ratio_ais_recovers_exact_log_ratio(path, start):
+    phi_a, alpha_a, X = make_problem(7, n_docs=3)
+    rng = np.random.default_rng(8)
+    phi_b = rng.dirichlet(np.full(4, 0.5), 3)
+    alpha_b = np.full(3, 0.5)
+    exact = exact_per_doc(phi_a, alpha_a, X) - exact_per_doc(phi_b, alpha_b, X)
+    res = ratio_ais((phi_a, alpha_a), (phi_b, alpha_b), X, path=path, direction="both",
+                    start=start, n_temperatures=100, n_chains=200, random_state=2)
+    for est, se in ((res.forward, res.forward_stderr), (res.reverse, res.reverse_stderr)):
+        assert np.all(np.abs(est - exact) < np.maximum(0.03, 6 * se)), (est - exact, se)
+    # forward and reverse agree within their standard errors
+    gap_se = np.sqrt(res.forward_stderr**2 + res.reverse_stderr**2)
+    assert np.all(np.abs(res.per_document_gap) < np.maximum(0.03, 6 * gap_se))
+    assert res.corpus_perplexity_ratio == pytest.approx(np.exp(-exact.sum() / X.sum()), rel=0.02)
+
+
+def test_ratio_ais_topic_alignment_is_a_permutation_invariance():
+    phi_a, alpha_a, X = make_problem(9, n_docs=2)
+    perm = np.array([2, 0, 1])
+    res = ratio_ais((phi_a, alpha_a), (phi_a[perm], alpha_a[perm]), X, n_temperatures=10,
+                    n_chains=5, random_state=0)
+    np.testing.assert_array_equal(phi_a[perm][res.topic_permutation], phi_a)
+    assert np.all(np.abs(res.per_document) < 1e-9)
+
+
+def test_ratio_ais_blocked_kernel_rules():
+    X = repeated(n=3)
+    with pytest.raises(ValueError, match="blocked"):
+        ratio_ais((PHI, ALPHA), (PHI_B, ALPHA_B), X, path="geometric", kernel="blocked")
+    res = ratio_ais((PHI, ALPHA), (PHI_B, ALPHA_B), X, path="hybrid", kernel="blocked",
+                    n_temperatures=5, n_chains=2, random_state=0)
+    assert np.all(np.isfinite(res.per_document))
+
+
+# --------------------------------------------------------------------------- iteration-AIS
+
+
+def test_iteration_ais_every_stage_unbiased():
+    snaps = [(PHI_B, ALPHA_B), (0.5 * (PHI + PHI_B), 0.5 * (ALPHA + ALPHA_B)), (PHI, ALPHA)]
+    words = words_of(DOC)
+    results = iteration_ais(snaps, repeated(n=2000), n_start_temperatures=4,
+                            n_segment_temperatures=2, n_chains=1, random_state=0)
+    assert len(results) == 3
+    for (phi, alpha), res in zip(snaps, results):
+        assert_unbiased_in_probability(res.per_document, exact_log_likelihood(phi, alpha, words))
+
+
+def test_iteration_ais_converges():
+    phi_a, alpha_a, X = make_problem(10, n_docs=3)
+    snaps = []
+    for t in np.linspace(0, 1, 4):
+        phi = (1 - t) * np.full_like(phi_a, 0.25) + t * phi_a
+        snaps.append((phi, (1 - t) * np.ones(3) + t * alpha_a))
+    results = iteration_ais(snaps, X, n_start_temperatures=100, n_segment_temperatures=30,
+                            n_chains=200, random_state=0)
+    for (phi, alpha), res in zip(snaps, results):
+        exact = exact_per_doc(phi, alpha, X)
+        assert np.all(np.abs(res.per_document - exact) < np.maximum(0.03, 6 * res.per_document_stderr))
+
+
+def test_negative_control_jacobi_kernel_is_detected(monkeypatch):
+    # a fully parallel update of all tokens from stale counts is not a valid kernel:
+    # the unbiasedness test must catch it
+    import sktopics.model_selection._ais as ais_mod
+    from sktopics.model_selection._ais import _categorical, _uniform
+
+    def jacobi(path, b, z, c, mask, keys, counters):
+        u = _uniform(keys.view(-1, 1), *counters, torch.arange(z.shape[1]).view(1, -1))
+        new = z.clone()
+        for j in range(z.shape[1]):
+            stale = c.clone()
+            stale.scatter_add_(1, z[:, j : j + 1], -mask[:, j : j + 1].double())
+            draw = _categorical(path.cond_logits(b, stale, j), u[:, j])
+            new[:, j] = torch.where(mask[:, j], draw, z[:, j])
+        z.copy_(new)
+        c.zero_()
+        c.scatter_add_(1, z, mask.double())
+
+    monkeypatch.setattr(ais_mod, "_sweep_collapsed", jacobi)
+    exact = exact_log_likelihood(PHI, ALPHA, words_of(DOC))
+    res = ais_log_likelihood((PHI, ALPHA), repeated(), n_temperatures=20, n_chains=1,
+                             schedule="linear", kernel="collapsed", random_state=0)
+    with pytest.raises(AssertionError):
+        assert_unbiased_in_probability(res.per_document, exact)

@@ -1,0 +1,337 @@
+"""AVITM and ProdLDA: the estimator contract, training behaviour and inference."""
+
+import pickle
+import re
+
+import joblib
+import numpy as np
+import pytest
+import scipy.sparse as sp
+import torch
+from sklearn.base import clone
+from sklearn.exceptions import NotFittedError
+from sklearn.feature_extraction.text import CountVectorizer
+from sklearn.model_selection import GridSearchCV
+from sklearn.pipeline import Pipeline
+
+from sktopics import AVITM, ProdLDA, top_words
+from sktopics.datasets import make_lda_corpus
+
+NEURAL = [AVITM, ProdLDA]
+FAST = dict(max_iter=3, batch_size=20, hidden_sizes=(16, 16), device="cpu")
+
+
+@pytest.fixture(scope="module")
+def corpus():
+    X, topic_word, _ = make_lda_corpus(
+        n_samples=120, n_features=40, n_components=4, doc_topic_prior=0.2,
+        topic_word_prior=0.05, doc_length=40, random_state=0,
+    )
+    return X
+
+
+def fitted(cls, X, **params):
+    return cls(**{"n_components": 4, "random_state": 0, **FAST, **params}).fit(X)
+
+
+@pytest.mark.parametrize("cls", NEURAL)
+def test_shapes_and_normalisation(cls, corpus):
+    model = fitted(cls, corpus)
+    theta = model.transform(corpus)
+    assert theta.shape == (corpus.shape[0], 4)
+    np.testing.assert_allclose(theta.sum(axis=1), 1.0, rtol=1e-6)
+    np.testing.assert_allclose(model.components_.sum(axis=1), 1.0, rtol=1e-10)
+    assert model.components_.shape == (4, corpus.shape[1])
+    assert model.n_iter_ == 3
+    assert model.n_features_in_ == corpus.shape[1]
+    assert model.device_ == torch.device("cpu")
+    assert list(model.get_feature_names_out()) == [f"{cls.__name__.lower()}{k}" for k in range(4)]
+    assert isinstance(model.components_, np.ndarray)
+
+
+@pytest.mark.parametrize("cls", NEURAL)
+def test_input_formats_agree_and_input_untouched(cls, corpus):
+    model = fitted(cls, corpus)
+    dense = corpus.toarray()
+    dense_copy = dense.copy()
+    csr_copy = corpus.copy()
+    expected = model.transform(corpus)
+    for X in (dense, corpus.tocsc(), corpus.tocoo(), dense.astype(np.int32), dense.astype(np.float32)):
+        np.testing.assert_allclose(model.transform(X), expected, rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(dense, dense_copy)
+    assert (corpus != csr_copy).nnz == 0
+    assert model.transform(dense.astype(np.float32)).dtype == np.float32
+
+
+@pytest.mark.parametrize("cls", NEURAL)
+def test_same_seed_bit_identical_and_global_rng_untouched(cls, corpus):
+    torch.manual_seed(123)
+    np.random.seed(123)
+    torch_state, numpy_state = torch.get_rng_state(), np.random.get_state()
+    first = fitted(cls, corpus)
+    second = fitted(cls, corpus)
+    assert torch.equal(torch.get_rng_state(), torch_state)
+    assert np.array_equal(np.random.get_state()[1], numpy_state[1])
+    np.testing.assert_array_equal(first.components_, second.components_)
+    np.testing.assert_array_equal(first.transform(corpus), second.transform(corpus))
+    other = fitted(cls, corpus, random_state=1)
+    assert not np.array_equal(first.components_, other.components_)
+
+
+@pytest.mark.parametrize("cls", NEURAL)
+def test_no_global_torch_setting_changed(cls, corpus):
+    threads = torch.get_num_threads()
+    deterministic = torch.are_deterministic_algorithms_enabled()
+    fitted(cls, corpus)
+    assert torch.get_num_threads() == threads
+    assert torch.are_deterministic_algorithms_enabled() == deterministic
+
+
+@pytest.mark.parametrize("cls", NEURAL)
+def test_pickle_roundtrip_and_no_training_data(cls, corpus):
+    model = fitted(cls, corpus, validation_fraction=0.2)
+    blob = pickle.dumps(model)
+    restored = pickle.loads(blob)
+    np.testing.assert_array_equal(restored.transform(corpus), model.transform(corpus))
+    assert restored.score(corpus) == model.score(corpus)
+    # The training matrix is 120 x 40: no array of that size may travel in the pickle.
+    n_stored = corpus.nnz
+    assert len(blob) < 400_000
+    assert not any(
+        isinstance(v, (np.ndarray, sp.spmatrix)) and getattr(v, "shape", (0,))[0] == corpus.shape[0]
+        for v in vars(restored).values()
+    )
+    assert restored.net_.train_split is None
+    joblib_restored = joblib.load(_joblib_roundtrip(model))
+    np.testing.assert_array_equal(joblib_restored.components_, model.components_)
+    del n_stored
+
+
+def _joblib_roundtrip(model):
+    import io
+
+    buffer = io.BytesIO()
+    joblib.dump(model, buffer)
+    buffer.seek(0)
+    return buffer
+
+
+@pytest.mark.parametrize("cls", NEURAL)
+def test_clone_gives_unfitted_copy(cls, corpus):
+    model = fitted(cls, corpus)
+    copy = clone(model)
+    assert copy.get_params() == model.get_params()
+    with pytest.raises(NotFittedError):
+        copy.transform(corpus)
+
+
+@pytest.mark.parametrize("cls", NEURAL)
+def test_warm_start_and_partial_fit_accumulate_epochs(cls, corpus):
+    model = cls(n_components=4, random_state=0, warm_start=True, **FAST).fit(corpus)
+    before = model.components_.copy()
+    model.fit(corpus)
+    assert model.n_iter_ == 6
+    assert len(model.history_) == 6
+    assert not np.array_equal(before, model.components_)
+
+    partial = cls(n_components=4, random_state=0, **FAST)
+    partial.partial_fit(corpus)
+    partial.partial_fit(corpus)
+    assert partial.n_iter_ == 6
+    cold = cls(n_components=4, random_state=0, **FAST).fit(corpus)
+    assert cold.n_iter_ == 3
+
+
+@pytest.mark.parametrize("cls", NEURAL)
+def test_training_lowers_the_loss(cls, corpus):
+    model = cls(n_components=4, random_state=0, **{**FAST, "max_iter": 30}).fit(corpus)
+    losses = model.history_[:, "train_loss"]
+    assert np.mean(losses[-5:]) < np.mean(losses[:5])
+
+
+@pytest.mark.parametrize("cls", NEURAL)
+def test_validation_fraction_records_and_stops_early(cls, corpus):
+    model = cls(
+        n_components=4, random_state=0, validation_fraction=0.25, n_iter_no_change=2,
+        tol=1e6, **{**FAST, "max_iter": 50},
+    ).fit(corpus)
+    assert "valid_loss" in model.history_[-1]
+    # tol is huge, so no epoch counts as an improvement after the first.
+    assert model.n_iter_ == 3
+
+
+def test_validation_fraction_too_large_raises(corpus):
+    with pytest.raises(ValueError, match="validation_fraction"):
+        ProdLDA(validation_fraction=0.999, **FAST).fit(corpus[:10])
+
+
+@pytest.mark.parametrize("cls", NEURAL)
+def test_verbose_prints_epochs(cls, corpus, capsys):
+    fitted(cls, corpus, verbose=1)
+    out = capsys.readouterr().out
+    assert len(re.findall(r"epoch\s+\d+\s+train_loss [\d.]+\s+[\d.]+s", out)) == 3
+    fitted(cls, corpus, verbose=0)
+    assert capsys.readouterr().out == ""
+
+
+@pytest.mark.parametrize("cls", NEURAL)
+def test_nan_guard(cls, corpus):
+    with pytest.raises(FloatingPointError, match="loss became"):
+        fitted(cls, corpus * 1e30)
+
+
+@pytest.mark.parametrize("cls", NEURAL)
+def test_single_document_transform_matches_batch(cls, corpus):
+    model = fitted(cls, corpus)
+    batch = model.transform(corpus[:10])
+    singles = np.vstack([model.transform(corpus[i]) for i in range(10)])
+    np.testing.assert_allclose(singles, batch, rtol=1e-5, atol=1e-6)
+    # A single document is not collapsed to the bias as BN in training mode would do.
+    assert np.ptp(singles, axis=0).max() > 1e-3
+
+
+def test_batch_norm_statistics_are_recomputed(corpus):
+    model = fitted(ProdLDA, corpus)
+    norm = model.net_.module_.encoder.mu_bn
+    assert norm.use_running_stats
+    # With momentum 1e-3 and a handful of steps the running mean would still be ~0;
+    # the recomputed statistics equal the exact training-set mean of the pre-BN head.
+    encoder = model.net_.module_.encoder
+    X = torch.as_tensor(corpus.toarray(), dtype=torch.float32)
+    with torch.no_grad():
+        encoder.eval()
+        pre = encoder.mu(encoder.hidden(X))
+    np.testing.assert_allclose(norm.running_mean.numpy(), pre.mean(0).numpy(), rtol=1e-4, atol=1e-5)
+    running = fitted(ProdLDA, corpus, bn_statistics="running").net_.module_.encoder.mu_bn
+    assert np.abs(running.running_mean.numpy()).max() < np.abs(pre.mean(0).numpy()).max()
+
+
+@pytest.mark.parametrize("cls", NEURAL)
+def test_empty_documents_ignored_by_fit_and_get_prior_mean(cls, corpus):
+    X = sp.vstack([corpus, sp.csr_matrix((3, corpus.shape[1]))]).tocsr()
+    with_empty = fitted(cls, X)
+    without = fitted(cls, corpus)
+    np.testing.assert_array_equal(with_empty.components_, without.components_)
+    theta = with_empty.transform(X[-3:])
+    np.testing.assert_allclose(theta, 0.25)
+    prior = fitted(cls, corpus, doc_topic_prior=[1.0, 1.0, 2.0, 4.0])
+    np.testing.assert_allclose(prior.transform(X[-1:])[0], [0.125, 0.125, 0.25, 0.5])
+
+
+@pytest.mark.parametrize("cls", NEURAL)
+def test_score_is_per_token_repeatable_and_perplexity(cls, corpus):
+    model = fitted(cls, corpus)
+    score = model.score(corpus)
+    assert np.isfinite(score) and score < 0
+    assert model.score(corpus) == score
+    # Per token: doubling the corpus leaves it unchanged (up to the noise draw).
+    doubled = sp.vstack([corpus, corpus]).tocsr()
+    assert abs(model.score(doubled) - score) < 0.05 * abs(score)
+    assert model.perplexity(corpus) == pytest.approx(np.exp(-score))
+    # A uniform model over 40 words scores log(1/40); a trained one is better.
+    assert fitted(cls, corpus, max_iter=30).score(corpus) > np.log(1 / 40)
+
+
+@pytest.mark.parametrize("cls", NEURAL)
+def test_fractional_counts_are_weights(cls, corpus):
+    model = fitted(cls, corpus)
+    half = corpus * 0.5
+    assert np.isfinite(model.score(half))
+    assert fitted(cls, half).components_.shape == model.components_.shape
+
+
+BAD_INPUTS = [
+    (lambda X: -X.toarray(), "Negative values"),
+    (lambda X: np.where(X.toarray() > 0, np.nan, 0.0), "NaN"),
+    (lambda X: np.where(X.toarray() > 0, np.inf, 0.0), "infinity"),
+    (lambda X: X[:1], "minimum of 2"),
+    (lambda X: np.empty((0, X.shape[1])), "0 sample"),
+    (lambda X: sp.csr_matrix(X.shape), "at least 2 documents with tokens"),
+]
+
+
+@pytest.mark.parametrize("cls", NEURAL)
+@pytest.mark.parametrize("make_bad, message", BAD_INPUTS)
+def test_bad_input_at_fit(cls, corpus, make_bad, message):
+    with pytest.raises(ValueError, match=message):
+        cls(**FAST).fit(make_bad(corpus))
+
+
+@pytest.mark.parametrize("cls", NEURAL)
+def test_bad_input_after_fit(cls, corpus):
+    model = fitted(cls, corpus)
+    with pytest.raises(ValueError, match="features"):
+        model.transform(corpus[:, :10])
+    with pytest.raises(ValueError, match="features"):
+        model.score(corpus[:, :10])
+    with pytest.raises(ValueError, match="Negative"):
+        model.transform(-corpus.toarray())
+    with pytest.raises(ValueError, match="at least one token"):
+        model.score(sp.csr_matrix((2, corpus.shape[1])))
+
+
+@pytest.mark.parametrize("cls", NEURAL)
+@pytest.mark.parametrize(
+    "params, message",
+    [
+        (dict(doc_topic_prior=[1.0, 2.0]), "doc_topic_prior"),
+        (dict(activation="sigmoid"), "activation"),
+        (dict(batch_sampling="nope"), "batch_sampling"),
+        (dict(device="tpu"), "device"),
+    ],
+)
+def test_bad_parameters(cls, corpus, params, message):
+    with pytest.raises(ValueError, match=message):
+        cls(n_components=4, **{**FAST, **params}).fit(corpus)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the error without CUDA")
+@pytest.mark.parametrize("device", ["cuda", "cuda:0", torch.device("cuda")])
+def test_cuda_request_without_cuda_is_a_clear_error(corpus, device):
+    with pytest.raises(ValueError, match="CUDA is not available"):
+        ProdLDA(**{**FAST, "device": device}).fit(corpus)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+@pytest.mark.parametrize("cls", NEURAL)
+def test_fit_on_gpu_pickles_to_cpu(cls, corpus):
+    model = fitted(cls, corpus, device="cuda")
+    assert model.device_.type == "cuda"
+    restored = pickle.loads(pickle.dumps(model))
+    np.testing.assert_allclose(restored.transform(corpus), model.transform(corpus), atol=1e-5)
+
+
+def test_collapse_warning():
+    X, _, _ = make_lda_corpus(n_samples=60, n_features=200, n_components=4, random_state=0)
+    model = ProdLDA(n_components=8, **{**FAST, "max_iter": 1})
+    model.fit(X)
+    # Force identical topics and re-run the check the fit performs.
+    model.components_ = np.tile(model.components_[:1], (8, 1))
+    with pytest.warns(UserWarning, match="collapsed"):
+        model._warn_if_collapsed()
+
+
+def test_pipeline_grid_search_and_top_words():
+    docs = [
+        "apple banana fruit juice", "banana fruit smoothie apple", "fruit apple pie",
+        "engine car wheel road", "car road truck engine", "wheel truck car",
+        "apple juice fruit", "road engine car wheel",
+    ] * 3
+    pipe = Pipeline([("vec", CountVectorizer()), ("topics", ProdLDA(n_components=2, **FAST))])
+    search = GridSearchCV(pipe, {"topics__n_components": [2, 3]}, cv=2, n_jobs=2)
+    search.fit(docs)
+    assert search.best_params_["topics__n_components"] in (2, 3)
+    words = top_words(search.best_estimator_, n_words=3)
+    vocabulary = set(CountVectorizer().fit(docs).get_feature_names_out())
+    assert all(word in vocabulary for topic in words for word in topic)
+    assert len(words) == search.best_params_["topics__n_components"]
+
+
+def test_from_preset():
+    model = ProdLDA.from_preset("diverse", n_components=7)
+    assert model.n_components == 7
+    assert model.word_background is True
+    assert clone(model).get_params() == model.get_params()
+    with pytest.raises(ValueError, match="preset"):
+        ProdLDA.from_preset("nope")
