@@ -34,6 +34,7 @@ from sklearn.decomposition import LatentDirichletAllocation
 from sktopics.datasets import load_20news_avitm, load_nips
 from sktopics.model_selection import (
     ais_log_likelihood,
+    iteration_ais,
     left_to_right_log_likelihood,
     ratio_ais,
 )
@@ -52,25 +53,28 @@ POSTER = {  # published % correct (experiment 1) and variance of the perplexity 
 def parse():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--n-topics", type=int, default=20)
-    p.add_argument("--lda-iter", type=int, default=10)
+    p.add_argument("--lda-iter", type=int, default=8)
     p.add_argument("--nips-docs", type=int, default=12)
     p.add_argument("--ng-docs", type=int, default=60)
-    p.add_argument("--ng-train-docs", type=int, default=3000)
+    p.add_argument("--ng-train-docs", type=int, default=2000)
     p.add_argument("--sigma", type=float, default=None,
                    help="perturbation; default: picked in {0.05,0.1,0.2,0.3,0.5} by a pilot "
                         "so that ~89 %% of documents prefer the learned topics")
     p.add_argument("--cheap", type=int, default=10, help="temperatures (AIS); LR particles")
     p.add_argument("--expensive", type=int, default=40)
-    p.add_argument("--gold", type=int, default=150)
+    p.add_argument("--gold", type=int, default=120)
     p.add_argument("--gold-chains", type=int, default=2)
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--corpora", default="nips,20ng")
+    p.add_argument("--iter-sweeps", type=int, default=100, help="0 skips iteration-AIS")
+    p.add_argument("--update", action="store_true",
+                   help="start from the existing JSON results (e.g. with --corpora none)")
     p.add_argument("--quick", action="store_true", help="tiny settings (smoke test)")
     p.add_argument("--out", default=os.path.join(HERE, "results", "model_selection"))
     args = p.parse_args()
     if args.quick:
         args.nips_docs, args.ng_docs, args.gold, args.expensive, args.repeats = 4, 15, 40, 20, 2
-        args.lda_iter, args.ng_train_docs = 3, 800
+        args.lda_iter, args.ng_train_docs, args.iter_sweeps = 3, 800, 20
     return args
 
 
@@ -208,6 +212,56 @@ def run_corpus(name, X_train, X_test, args, report):
     report[name] = corpus_out
 
 
+def iteration_experiment(args, report):
+    """Iteration-AIS on an LDAGibbs run (20NG) against equal-cost baselines."""
+    from sktopics import LDAGibbs
+
+    train = load_20news_avitm(DATA, subset="train").data.astype(np.float64)
+    test = load_20news_avitm(DATA, subset="test").data.astype(np.float64)
+    rng = np.random.default_rng(0)
+    train = train[np.sort(rng.choice(train.shape[0], args.ng_train_docs, replace=False))]
+    test = test[np.sort(np.random.default_rng(1).choice(test.shape[0], args.ng_docs, replace=False))]
+    t = time.perf_counter()
+    est = LDAGibbs(args.n_topics, doc_topic_prior=0.1, topic_word_prior=0.01, max_iter=args.iter_sweeps,
+                   snapshot_interval=args.iter_sweeps // 10, optimize_interval=None, device="cpu",
+                   random_state=0).fit(train)
+    fit_s = time.perf_counter() - t
+    snaps = [(phi, alpha) for _, phi, alpha in est.snapshots_]
+    sweeps = [s for s, _, _ in est.snapshots_]
+    n_tok = float(test.sum())
+    s0, seg, m = 100, 10, 4
+    t = time.perf_counter()
+    it = iteration_ais(snaps, test, n_start_temperatures=s0, n_segment_temperatures=seg,
+                       n_chains=m, random_state=0)
+    it_s = time.perf_counter() - t
+    total_temps = s0 + (len(snaps) - 1) * (seg + 1)
+    per_snap = max(total_temps // len(snaps), 1)  # equal total cost
+    rows = []
+    base_s = lr_s = gold_s = 0.0
+    for k, (snap, res) in enumerate(zip(snaps, it)):
+        t = time.perf_counter()
+        base = ais_log_likelihood(snap, test, n_temperatures=per_snap, n_chains=m, random_state=0)
+        base_s += time.perf_counter() - t
+        t = time.perf_counter()
+        smc = left_to_right_log_likelihood(snap, test, n_particles=per_snap * m, n_filters=1,
+                                           random_state=0)
+        lr_s += time.perf_counter() - t
+        t = time.perf_counter()
+        gold = left_to_right_log_likelihood(snap, test, n_particles=args.gold * 4, n_filters=2,
+                                            random_state=7)
+        gold_s += time.perf_counter() - t
+        rows.append(dict(sweep=int(sweeps[k]), gold_per_token=gold.per_token,
+                         iteration_ais_error=(res.total - gold.total) / n_tok,
+                         ais_error=(base.total - gold.total) / n_tok,
+                         smc_error=(smc.total - gold.total) / n_tok))
+    report["iteration_ais_20ng"] = dict(
+        fit_seconds=fit_s, n_snapshots=len(snaps), iteration_ais=dict(S0=s0, S_seg=seg, M=m, seconds=it_s),
+        baseline_ais=dict(S=per_snap, M=m, seconds=base_s), baseline_smc=dict(R=per_snap * m, seconds=lr_s),
+        gold=dict(method="SMC left-to-right", R=args.gold * 4, filters=2, seconds=gold_s),
+        errors_nats_per_token=rows)
+    print(f"[iteration-ais] done, fit {fit_s:.0f}s", flush=True)
+
+
 def speed(report):
     """Token-temperature updates per second, both kernels, K = 50."""
     rng = np.random.default_rng(0)
@@ -257,6 +311,17 @@ def to_markdown(report, args):
                         vals.append("" if v is None else (f"{v:.3g}" if isinstance(v, float) else str(v)))
                     lines.append(f"| {col} | " + " | ".join(vals) + " |")
                 lines.append("")
+    if "iteration_ais_20ng" in report:
+        it = report["iteration_ais_20ng"]
+        lines += ["## Iteration-AIS (20NG, LDAGibbs snapshots)", "",
+                  f"iteration-AIS {it['iteration_ais']}, equal-cost AIS per snapshot "
+                  f"{it['baseline_ais']}, equal-cost SMC {it['baseline_smc']}, gold {it['gold']}", "",
+                  "| sweep | gold nats/token | iteration-AIS error | AIS error | SMC error |",
+                  "|---|---|---|---|---|"]
+        for r in it["errors_nats_per_token"]:
+            lines.append(f"| {r['sweep']} | {r['gold_per_token']:.4f} | {r['iteration_ais_error']:+.4f} | "
+                         f"{r['ais_error']:+.4f} | {r['smc_error']:+.4f} |")
+        lines.append("")
     if "speed_ais_K50_S5" in report:
         lines += ["## AIS speed (K = 50, S = 5)", "", "| setting | token-updates/s | s |", "|---|---|---|"]
         for k, v in report["speed_ais_K50_S5"].items():
@@ -269,6 +334,9 @@ def main():
     args = parse()
     torch.set_num_threads(1)  # a script: 2 shared cores, intra-op threads spin
     report = {}
+    if args.update and os.path.exists(args.out + ".json"):
+        with open(args.out + ".json") as f:
+            report = json.load(f)
     t0 = time.perf_counter()
     corpora = args.corpora.split(",")
     if "nips" in corpora:
@@ -283,14 +351,16 @@ def main():
         train = train[np.sort(rng.choice(train.shape[0], min(args.ng_train_docs, train.shape[0]), replace=False))]
         rows = np.sort(np.random.default_rng(0).choice(test.shape[0], args.ng_docs, replace=False))
         run_corpus("20ng", train, test[rows], args, report)
+    if args.iter_sweeps > 0:
+        iteration_experiment(args, report)
     speed(report)
-    report["total_seconds"] = time.perf_counter() - t0
+    report["total_seconds" if not args.update else "update_seconds"] = time.perf_counter() - t0
     os.makedirs(os.path.dirname(args.out), exist_ok=True)
     with open(args.out + ".json", "w") as f:
         json.dump(report, f, indent=1, default=float)
     with open(args.out + ".md", "w") as f:
         f.write(to_markdown(report, args))
-    print(f"total {report['total_seconds']:.0f}s -> {args.out}.json/.md")
+    print(f"total {time.perf_counter() - t0:.0f}s -> {args.out}.json/.md")
 
 
 if __name__ == "__main__":

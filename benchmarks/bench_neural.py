@@ -74,22 +74,32 @@ def main():
     parser.add_argument("--topics", type=int, nargs="+", default=[50, 200])
     parser.add_argument("--epochs", type=int, default=None, help="override every model's epochs")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--sklearn-iter", type=int, default=50)
+    parser.add_argument("--sklearn-iter", type=int, default=20)
     parser.add_argument("--skip-sklearn", action="store_true")
     parser.add_argument("--name", default="neural")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="torch threads for this run (default: torch's own choice)")
+    parser.add_argument("--models", nargs="+", default=["prodlda", "diverse", "avitm"],
+                        choices=["prodlda", "diverse", "avitm"])
     args = parser.parse_args()
+    if args.threads:
+        import torch
+
+        torch.set_num_threads(args.threads)
 
     X = load_20news_avitm(args.data_home, subset="train").data
     X_test = load_20news_avitm(args.data_home, subset="test").data
     info = machine()
+    info["torch_threads"] = __import__("torch").get_num_threads()
     rows = []
     for n_topics in args.topics:
         candidates = {
-            "ProdLDA (default, faithful)": ProdLDA(n_topics),
-            "ProdLDA (preset 'diverse')": ProdLDA.from_preset("diverse", n_components=n_topics),
-            "AVITM (default, faithful)": AVITM(n_topics),
+            "prodlda": ("ProdLDA (default, faithful)", ProdLDA(n_topics)),
+            "diverse": ("ProdLDA (preset 'diverse')",
+                        ProdLDA.from_preset("diverse", n_components=n_topics)),
+            "avitm": ("AVITM (default, faithful)", AVITM(n_topics)),
         }
-        for name, model in candidates.items():
+        for name, model in (candidates[key] for key in args.models):
             model.set_params(random_state=args.seed, device="cpu")
             if args.epochs is not None:
                 model.set_params(max_iter=args.epochs)

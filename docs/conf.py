@@ -29,7 +29,7 @@ numpydoc_class_members_toctree = False
 templates_path = ["_templates"]
 exclude_patterns = ["_build", "auto_examples/*.ipynb", "auto_examples/**/*.ipynb"]
 
-intersphinx_mapping = {
+_intersphinx = {
     "python": ("https://docs.python.org/3", None),
     "numpy": ("https://numpy.org/doc/stable/", None),
     "scipy": ("https://docs.scipy.org/doc/scipy/", None),
@@ -37,9 +37,8 @@ intersphinx_mapping = {
     "torch": ("https://pytorch.org/docs/stable/", None),
     "skorch": ("https://skorch.readthedocs.io/en/stable/", None),
 }
-# The docs build offline: intersphinx inventories are optional.
-intersphinx_disabled_reftypes = ["*"]
-intersphinx_timeout = 1
+# The docs build offline by default; SKTOPICS_DOCS_INTERSPHINX=1 links to the peers' docs.
+intersphinx_mapping = _intersphinx if os.environ.get("SKTOPICS_DOCS_INTERSPHINX") else {}
 
 sphinx_gallery_conf = {
     "examples_dirs": "../examples",

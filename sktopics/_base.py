@@ -40,6 +40,9 @@ class BaseTopicModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEsti
     #: Gibbs samplers need integer counts: non-integers are rounded with a warning.
     _integer_counts = False
 
+    #: Extra keyword arguments ``partial_fit`` passes to ``_fit`` (e.g. one epoch).
+    _partial_fit_options = {}
+
     # ----------------------------------------------------------------- fitting
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
@@ -67,10 +70,11 @@ class BaseTopicModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEsti
         return self
 
     def partial_fit(self, X, y=None):
-        """Continue training on ``X`` (one more call of the training loop).
+        """Continue training on ``X`` for one more pass.
 
-        The first call fits from scratch with ``max_iter`` iterations; later calls
-        continue from the current parameters, as with ``warm_start=True``.
+        The first call initialises the model; every call then runs one pass over
+        ``X`` (one epoch for the neural models, one sweep for the samplers),
+        continuing from the current parameters as ``warm_start=True`` would.
 
         Parameters
         ----------
@@ -92,7 +96,7 @@ class BaseTopicModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEsti
         )
         if not warm:
             self.device_ = resolve_device(self.device)
-        self._fit(X, draw_seed(self.random_state), warm=warm)
+        self._fit(X, draw_seed(self.random_state), warm=warm, **self._partial_fit_options)
         return self
 
     # --------------------------------------------------------------- inference

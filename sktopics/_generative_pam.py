@@ -156,7 +156,7 @@ def node_softmax(structure, blocks_h):
     """Per-node softmax of (…, P, C) logits over unmasked children (0 on masked)."""
     probs = []
     for mask, block in zip(structure.masks, blocks_h):
-        keep = torch.as_tensor(mask, device=block.device)
+        keep = torch.tensor(mask, device=block.device)
         probs.append(torch.softmax(block.masked_fill(~keep, float("-inf")), dim=-1))
     return probs
 

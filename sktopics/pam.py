@@ -165,7 +165,7 @@ class PAMStructure:
                 f"boolean masks, a dict or a PAMStructure; got {spec!r}."
             )
         items = list(spec)
-        if items and all(np.ndim(item) == 0 for item in items):
+        if all(np.ndim(item) == 0 for item in items):
             return cls(tuple(items))
         if items and all(np.ndim(item) in (1, 2) for item in items):
             masks = [np.atleast_2d(np.asarray(item)) for item in items]

@@ -301,3 +301,19 @@ def test_optimize_beta_recovers_symmetric_beta():
     n_wk = torch.as_tensor(n_kw.T.copy(), dtype=torch.int32)
     beta = optimize_beta(n_wk, n_wk.sum(0, dtype=torch.int64), 1.0, n_iter=500)
     assert beta == pytest.approx(beta_true, rel=0.1)
+
+
+def test_document_completion_split_and_ordering():
+    from sktopics._gibbs._evaluate import document_completion_perplexity, split_halves
+    from sktopics.datasets import make_lda_corpus
+
+    X, phi, _ = make_lda_corpus(n_samples=200, n_features=50, n_components=4,
+                                doc_length=40, random_state=0)
+    first, second = split_halves(X, seed=0)
+    np.testing.assert_array_equal((first + second).toarray(), X.toarray())
+    lengths = np.asarray(X.sum(1)).ravel()
+    np.testing.assert_array_equal(np.asarray(first.sum(1)).ravel(), lengths // 2)
+    true = document_completion_perplexity(X, phi, 0.1)
+    uniform = document_completion_perplexity(X, np.full_like(phi, 1.0 / phi.shape[1]), 0.1)
+    assert true < uniform
+    assert uniform == pytest.approx(phi.shape[1], rel=1e-6)

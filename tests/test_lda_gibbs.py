@@ -190,11 +190,16 @@ def test_warm_start_and_partial_fit(corpus):
     # Continuing the chain keeps improving over a cold start of the same length.
     cold = LDAGibbs(n_components=4, max_iter=10, **FAST).fit(X)
     assert model.log_likelihood_trace_[-1] > cold.log_likelihood_trace_[-1]
-    # partial_fit continues, also on another corpus.
+    # partial_fit runs one sweep per call and continues the chain, also on
+    # another corpus.
     pf = LDAGibbs(n_components=4, max_iter=5, **FAST)
-    pf.partial_fit(X[:150])
+    for _ in range(3):
+        pf.partial_fit(X)
+    assert pf.n_iter_ == 3
+    same = LDAGibbs(n_components=4, max_iter=3, **FAST).fit(X)
+    np.testing.assert_array_equal(pf.log_likelihood_trace_[-1:], same.log_likelihood_trace_[-1:])
     pf.partial_fit(X[150:])
-    assert pf.n_iter_ == 10
+    assert pf.n_iter_ == 4
     np.testing.assert_allclose(pf.components_.sum(1), 1.0)
 
 

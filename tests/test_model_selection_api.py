@@ -281,3 +281,58 @@ def test_cross_validate_pipeline_with_prodlda_ais_scorer():
                          scoring={"ll": make_ais_scorer(n_temperatures=5, n_chains=2),
                                   "npmi": make_coherence_scorer(top_n=3)})
     assert np.all(np.isfinite(out["test_ll"])) and np.all(out["test_ll"] < 0)
+
+
+# --------------------------------------------------------------------------- devices, layering
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_cuda_matches_cpu_statistically():
+    phi = np.array([[0.7, 0.1, 0.1, 0.1], [0.1, 0.6, 0.2, 0.1], [0.05, 0.05, 0.3, 0.6]])
+    alpha = np.array([0.3, 0.6, 0.9])
+    X = np.tile([2, 1, 1, 1], (2000, 1))
+    kw = dict(n_temperatures=4, n_chains=1, schedule="linear", random_state=0)
+    cpu = ais_log_likelihood((phi, alpha), X, device="cpu", **kw).per_document
+    gpu = ais_log_likelihood((phi, alpha), X, device="cuda", kernel="collapsed", **kw).per_document
+    a, b = np.exp(cpu - cpu.max()), np.exp(gpu - cpu.max())
+    se = np.sqrt(a.var() / a.size + b.var() / b.size)
+    assert abs(a.mean() - b.mean()) < 4.5 * se
+
+
+def test_model_selection_imports_no_estimator_module():
+    import ast
+    import pathlib
+
+    import sktopics.model_selection as ms
+
+    for path in pathlib.Path(ms.__file__).parent.glob("*.py"):
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                assert "_gibbs" not in node.module and "_neural" not in node.module, path
+
+
+def test_pam_views_use_the_path_engine():
+    from sktopics import PAMVI
+
+    X = corpus(40)
+    est = PAMVI(structure=(2, 3), hidden_sizes=(8, 8), max_iter=2, batch_size=20, device="cpu",
+                random_state=0).fit(X)
+    res = ais_log_likelihood(est, X[:4], n_temperatures=5, n_chains=2, random_state=0)
+    assert res.method == "ais-z-pam" and np.all(np.isfinite(res.per_document))
+    assert np.isfinite(default_score(generative_view(est), sp.csr_matrix(X[:4])))
+
+
+def test_iteration_ais_accepts_an_estimator_with_snapshots():
+    from sktopics import LDAGibbs
+
+    X = corpus(60)
+    est = LDAGibbs(2, max_iter=20, snapshot_interval=5, device="cpu", random_state=0).fit(X[:40])
+    results = iteration_ais(est, X[40:], n_start_temperatures=20, n_segment_temperatures=5,
+                            n_chains=2, random_state=0)
+    assert len(results) == len(est.snapshots_)
+    assert all(np.isfinite(r.per_token) for r in results)
+    same = iteration_ais([s[1:] for s in est.snapshots_], X[40:], n_start_temperatures=20,
+                         n_segment_temperatures=5, n_chains=2, random_state=0)
+    np.testing.assert_array_equal(results[-1].per_document, same[-1].per_document)

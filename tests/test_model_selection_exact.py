@@ -167,19 +167,38 @@ def test_ais_bias_shrinks_with_temperatures():
     assert sds[0] > sds[1] > sds[2]
 
 
-def test_ais_reproducible_and_batch_independent(monkeypatch):
+@pytest.mark.parametrize("kernel", ["collapsed", "blocked"])
+def test_ais_reproducible_and_batch_independent(monkeypatch, kernel):
     import sktopics.model_selection._ais as ais_mod
 
     phi, alpha, X = make_problem(4, n_docs=6)
-    kw = dict(n_temperatures=20, n_chains=3, random_state=7)
+    kw = dict(n_temperatures=20, n_chains=3, random_state=7, kernel=kernel)
     a = ais_log_likelihood((phi, alpha), X, **kw)
     b = ais_log_likelihood((phi, alpha), X, **kw)
     np.testing.assert_array_equal(a.per_document, b.per_document)
     monkeypatch.setattr(ais_mod, "_MAX_ELEMENTS", 1)  # one document per batch
     c = ais_log_likelihood((phi, alpha), X, **kw)
     np.testing.assert_allclose(a.per_document, c.per_document, rtol=0, atol=1e-12)
-    d = ais_log_likelihood((phi, alpha), X, n_temperatures=20, n_chains=3, random_state=8)
+    d = ais_log_likelihood((phi, alpha), X, **dict(kw, random_state=8))
     assert not np.allclose(a.per_document, d.per_document)
+    # a document's estimate does not depend on the other documents in X
+    e = ais_log_likelihood((phi, alpha), X[[0, 0, 2, 3, 4, 5]], **kw)
+    np.testing.assert_allclose(e.per_document[2:], a.per_document[2:], rtol=0, atol=1e-12)
+
+
+def test_left_to_right_and_ratio_batch_independent(monkeypatch):
+    import sktopics.model_selection._ais as ais_mod
+
+    phi, alpha, X = make_problem(4, n_docs=5)
+    l1 = left_to_right_log_likelihood((phi, alpha), X, n_particles=7, random_state=3)
+    r1 = ratio_ais((phi, alpha), (PHI_B[:, :4], ALPHA_B), X, direction="both", n_temperatures=5,
+                   n_chains=3, random_state=3)
+    monkeypatch.setattr(ais_mod, "_MAX_ELEMENTS", 1)
+    l2 = left_to_right_log_likelihood((phi, alpha), X, n_particles=7, random_state=3)
+    r2 = ratio_ais((phi, alpha), (PHI_B[:, :4], ALPHA_B), X, direction="both", n_temperatures=5,
+                   n_chains=3, random_state=3)
+    np.testing.assert_allclose(l1.per_document, l2.per_document, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(r1.per_document, r2.per_document, rtol=0, atol=1e-12)
 
 
 def test_ais_token_order_invariance_and_empty_documents():
@@ -364,3 +383,74 @@ def test_negative_control_jacobi_kernel_is_detected(monkeypatch):
                              schedule="linear", kernel="collapsed", random_state=0)
     with pytest.raises(AssertionError):
         assert_unbiased_in_probability(res.per_document, exact)
+
+
+def test_ratio_ais_different_numbers_of_topics_is_exact():
+    from sktopics.model_selection._ratio_ais import embed_smaller_model
+
+    phi3, alpha3, X = make_problem(11, n_topics=3, n_docs=3)
+    rng = np.random.default_rng(12)
+    phi2, alpha2 = rng.dirichlet(np.full(4, 0.5), 2), np.array([0.4, 0.9])
+    # the embedding leaves p(w) unchanged
+    phi_e, alpha_e = embed_smaller_model(phi2, alpha2, phi3)
+    assert phi_e.shape == (3, 4) and alpha_e.sum() == pytest.approx(alpha2.sum())
+    np.testing.assert_allclose(exact_per_doc(phi_e, alpha_e, X), exact_per_doc(phi2, alpha2, X))
+    exact = exact_per_doc(phi3, alpha3, X) - exact_per_doc(phi2, alpha2, X)
+    for a, b, sign in (((phi3, alpha3), (phi2, alpha2), 1), ((phi2, alpha2), (phi3, alpha3), -1)):
+        res = ratio_ais(a, b, X, path="convex", direction="both", n_temperatures=100,
+                        n_chains=100, random_state=0)
+        assert res.method == "ratio-ais" and "embedded" in res.settings
+        se = np.sqrt(res.forward_stderr**2 + res.reverse_stderr**2)
+        assert np.all(np.abs(res.per_document - sign * exact) < np.maximum(0.03, 6 * se))
+
+
+# --------------------------------------------------------------------------- PAM paths
+
+
+def exact_pam_log_likelihood(phi, alpha_root, alpha_sub, words):
+    """log p(w) for 4-PAM by enumerating the (s, t) paths of every token."""
+    def polya(c, a):
+        return gammaln(a.sum()) - gammaln(c.sum() + a.sum()) + (gammaln(c + a) - gammaln(a)).sum()
+
+    paths = [(s, t) for s, t in zip(*np.nonzero(alpha_sub > 0))]
+    out = []
+    for zs in itertools.product(range(len(paths)), repeat=len(words)):
+        counts = np.zeros(alpha_sub.shape)
+        for z in zs:
+            counts[paths[z]] += 1
+        lp = polya(counts.sum(1), alpha_root)
+        for s in range(alpha_sub.shape[0]):
+            keep = alpha_sub[s] > 0
+            lp += polya(counts[s][keep], alpha_sub[s][keep])
+        lp += sum(np.log(phi[paths[z][1], w]) for z, w in zip(zs, words))
+        out.append(lp)
+    return float(logsumexp(out))
+
+
+class _PAMView:
+    def __init__(self, phi, alpha_root, alpha_sub):
+        self.prior = self.likelihood = self.proposal = None
+        self.n_features = phi.shape[1]
+        self._mix = (phi, alpha_root, alpha_sub)
+
+    def token_mixture(self):
+        return None
+
+    def path_mixture(self):
+        return self._mix
+
+
+def test_pam_path_ais_unbiased_and_convergent():
+    rng = np.random.default_rng(0)
+    phi = rng.dirichlet(np.full(4, 0.5), 3)
+    alpha_root = np.array([0.5, 1.2])
+    alpha_sub = np.array([[0.4, 0.8, 0.0], [0.0, 0.5, 0.9]])  # masked edges (MoLDA-like)
+    doc = np.array([2, 1, 0, 1])
+    exact = exact_pam_log_likelihood(phi, alpha_root, alpha_sub, words_of(doc))
+    view = _PAMView(phi, alpha_root, alpha_sub)
+    res = ais_log_likelihood(view, np.tile(doc, (3000, 1)), n_temperatures=4, n_chains=1,
+                             schedule="linear", random_state=0)
+    assert res.method == "ais-z-pam"
+    assert_unbiased_in_probability(res.per_document, exact)
+    res = ais_log_likelihood(view, doc[None], n_temperatures=200, n_chains=400, random_state=0)
+    assert abs(res.per_document[0] - exact) < max(0.03, 6 * res.per_document_stderr[0])

@@ -137,7 +137,7 @@ def test_warm_start_and_partial_fit_accumulate_epochs(cls, corpus):
     partial = cls(n_components=4, random_state=0, **FAST)
     partial.partial_fit(corpus)
     partial.partial_fit(corpus)
-    assert partial.n_iter_ == 6
+    assert partial.n_iter_ == 2  # one epoch per call
     cold = cls(n_components=4, random_state=0, **FAST).fit(corpus)
     assert cold.n_iter_ == 3
 
@@ -331,7 +331,49 @@ def test_pipeline_grid_search_and_top_words():
 def test_from_preset():
     model = ProdLDA.from_preset("diverse", n_components=7)
     assert model.n_components == 7
-    assert model.word_background is True
+    assert model.dropout == 0.2
     assert clone(model).get_params() == model.get_params()
     with pytest.raises(ValueError, match="preset"):
         ProdLDA.from_preset("nope")
+
+
+@pytest.mark.parametrize("cls", NEURAL)
+def test_generative_view_matches_the_trained_decoder(cls, corpus):
+    from sktopics._generative import LogisticNormalPrior, laplace_logistic_normal
+
+    model = fitted(cls, corpus, doc_topic_prior=[0.5, 1.0, 1.0, 2.0])
+    view = model._generative_view()
+    assert view.n_features == corpus.shape[1] and view.n_topics == 4
+    assert isinstance(view.prior, LogisticNormalPrior)
+    mean, var = laplace_logistic_normal([0.5, 1.0, 1.0, 2.0])
+    np.testing.assert_allclose(view.prior.mean, mean)
+    np.testing.assert_allclose(view.prior.var, var)
+
+    module = model.net_.module_.eval()
+    theta = torch.softmax(torch.randn(5, 4, generator=torch.Generator().manual_seed(0)), -1)
+    with torch.no_grad():
+        expected = module.decoder(theta).double()
+    x = torch.as_tensor(corpus[:5].toarray(), dtype=torch.float64)
+    got = view.likelihood.log_prob(x, theta.double())
+    np.testing.assert_allclose(got.numpy(), (x * expected).sum(-1).numpy(), rtol=1e-4)
+
+    loc, scale = view.proposal(x)
+    assert loc.shape == (5, 4) and bool((scale > 0).all())
+    if cls is AVITM:
+        phi, alpha = view.token_mixture()
+        np.testing.assert_allclose(phi, model.components_)
+        np.testing.assert_allclose(alpha, [0.5, 1.0, 1.0, 2.0])
+    else:
+        assert view.token_mixture() is None
+
+
+def test_laplace_approximation_formula():
+    from sktopics._generative import laplace_logistic_normal
+
+    mean, var = laplace_logistic_normal(np.ones(50))
+    np.testing.assert_allclose(mean, 0.0)
+    np.testing.assert_allclose(var, 1 - 1 / 50)
+    alpha = np.array([0.5, 2.0, 3.0])
+    mean, var = laplace_logistic_normal(alpha)
+    np.testing.assert_allclose(mean, np.log(alpha) - np.log(alpha).mean())
+    np.testing.assert_allclose(var, (1 / alpha) * (1 - 2 / 3) + (1 / alpha).sum() / 9)

@@ -57,7 +57,8 @@ def optimize_alpha(n_dk, alpha, n_iter=50, tol=1e-6):
     for _ in range(n_iter):
         alpha_sum = alpha.sum()
         numer = torch.zeros(K, dtype=torch.float64, device=device)
-        numer.index_add_(0, topic, torch.digamma(values + alpha[topic]) - torch.digamma(alpha[topic]))
+        alpha_t = alpha[topic]
+        numer.index_add_(0, topic, torch.digamma(values + alpha_t) - torch.digamma(alpha_t))
         denom = (torch.digamma(n_d + alpha_sum) - torch.digamma(alpha_sum)).sum()
         new = (alpha * numer / denom).clamp_min(_MIN_CONCENTRATION)
         change = float(((new - alpha).abs() / alpha).max())
@@ -89,7 +90,8 @@ def optimize_beta(n_wk, n_k, beta, n_iter=50, tol=1e-6):
         return float(beta)
     beta = float(beta)
     for _ in range(n_iter):
-        numer = float((torch.digamma(values + beta) - torch.digamma(torch.tensor(beta, dtype=torch.float64))).sum())
+        psi_beta = torch.digamma(torch.tensor(beta, dtype=torch.float64))
+        numer = float((torch.digamma(values + beta) - psi_beta).sum())
         vb = torch.tensor(V * beta, dtype=torch.float64)
         denom = V * float((torch.digamma(n_k + vb) - torch.digamma(vb)).sum())
         new = max(beta * numer / denom, _MIN_CONCENTRATION)

@@ -109,7 +109,9 @@ class LDAGibbs(BaseTopicModel):
         When True, ``fit`` keeps the chain's assignments, and a later ``fit``
         continues the chain for ``max_iter`` more sweeps (on the same corpus; on
         another corpus the chain starts from a draw given the fitted topics).
-        ``partial_fit`` always continues.
+        ``partial_fit`` always continues, one sweep per call. The kept
+        assignments (one int32 per token) are pickled with the model; without
+        ``warm_start`` or ``partial_fit`` the model holds no training data.
     device : {"auto", "cpu", "cuda"} or torch.device, default="auto"
         Where the chain runs. Fitted attributes are numpy arrays either way.
     random_state : int, RandomState instance or None, default=None
@@ -226,6 +228,9 @@ class LDAGibbs(BaseTopicModel):
 
     _integer_counts = True
 
+    #: ``partial_fit`` runs one sweep per call.
+    _partial_fit_options = {"n_sweeps": 1}
+
     def __init__(
         self,
         n_components=10,
@@ -293,8 +298,11 @@ class LDAGibbs(BaseTopicModel):
         return {s for s in sweeps if s > floor} | {last}
 
     # ----------------------------------------------------------------- fitting
-    def _fit(self, X, seed, *, warm):
+    def _fit(self, X, seed, *, warm, n_sweeps=None):
         device = self.device_
+        # partial_fit passes n_sweeps (one sweep) and always continues the chain.
+        keep_chain = self.warm_start or n_sweeps is not None
+        n_sweeps = self.max_iter if n_sweeps is None else int(n_sweeps)
         K = self.n_components
         n_features = X.shape[1]
         if warm and getattr(self, "components_", None) is not None:
@@ -325,7 +333,7 @@ class LDAGibbs(BaseTopicModel):
             z = random_init(corpus, K, seed)
         state = GibbsState(corpus, K, z)
 
-        sample_sweeps = self._sample_sweeps(start, self.max_iter)
+        sample_sweeps = self._sample_sweeps(start, n_sweeps)
         phi_sum = torch.zeros((K, n_features), dtype=torch.float64, device=device)
         theta_sum = torch.zeros((corpus.n_docs, K), dtype=torch.float64, device=device)
         n_kept = 0
@@ -335,7 +343,7 @@ class LDAGibbs(BaseTopicModel):
         tic = time.perf_counter()
         tokens_done = 0
 
-        for sweep in range(start + 1, start + self.max_iter + 1):
+        for sweep in range(start + 1, start + n_sweeps + 1):
             if algorithm == "parallel":
                 parallel_sweep(state, alpha, beta, seed, sweep, chunk)
             elif algorithm == "mh":
@@ -356,7 +364,7 @@ class LDAGibbs(BaseTopicModel):
                 snapshots.append(
                     (sweep, state.topic_word(beta).cpu().numpy(), np.array(alpha, copy=True))
                 )
-            last = sweep == start + self.max_iter
+            last = sweep == start + n_sweeps
             if sweep % self.evaluate_every == 0 or last:
                 ll = log_joint(state, alpha, beta)
                 trace.append(ll)
@@ -364,8 +372,9 @@ class LDAGibbs(BaseTopicModel):
                 if self.verbose:
                     elapsed = time.perf_counter() - tic
                     print(
-                        f"[LDAGibbs] sweep {sweep:5d}  {tokens_done / max(elapsed, 1e-9) / 1e6:7.2f} "
-                        f"M tokens/s  log p(w,z)/token {ll / max(corpus.n_tokens, 1):.4f}",
+                        f"[LDAGibbs] sweep {sweep:5d}  "
+                        f"{tokens_done / max(elapsed, 1e-9) / 1e6:7.2f} M tokens/s  "
+                        f"log p(w,z)/token {ll / max(corpus.n_tokens, 1):.4f}",
                         flush=True,
                     )
                     tic = time.perf_counter()
@@ -378,12 +387,12 @@ class LDAGibbs(BaseTopicModel):
         self.topic_word_prior_ = float(beta)
         self.log_likelihood_trace_ = np.asarray(trace, dtype=np.float64)
         self.log_likelihood_sweeps_ = np.asarray(trace_sweeps, dtype=np.int64)
-        self.n_iter_ = start + self.max_iter
+        self.n_iter_ = start + n_sweeps
         self.algorithm_ = algorithm
         if self.snapshot_interval is not None:
             self.snapshots_ = snapshots
         self._transform_seed = int(seed)
-        if self.warm_start:
+        if keep_chain:
             self._chain = {"fingerprint": corpus.fingerprint(), "z": state.z.cpu().numpy()}
         else:
             self._chain = None
@@ -410,7 +419,8 @@ class LDAGibbs(BaseTopicModel):
             cum = torch.cumsum(p, 1, out=p)
             index = torch.arange(start, stop, device=corpus.device, dtype=torch.int64)
             target = (counter_uniform(key, index) * cum[:, -1])[:, None]
-            z[start:stop] = torch.searchsorted(cum, target, right=True).squeeze_(1).clamp_max_(K - 1)
+            k = torch.searchsorted(cum, target, right=True).squeeze_(1)
+            z[start:stop] = k.clamp_max_(K - 1)
         return z
 
     # --------------------------------------------------------------- inference

@@ -191,7 +191,8 @@ def mh_chunk(doc, word, z_old, z_cur, frozen, tables, alpha, alpha_cum, beta, un
     alpha_sum = float(alpha_cum[-1])
 
     def terms(k):
-        # Inclusive counts (as frozen) and the exclusion indicator.
+        # Target (counts without the token) and the inclusive counts the
+        # proposals were drawn from.
         cd = _take(flat_dk, dK + k).to(torch.float32)
         cw = _take(flat_wk, wK + k).to(torch.float32)
         ck = _take(n_k, k).to(torch.float32)
@@ -199,6 +200,9 @@ def mh_chunk(doc, word, z_old, z_cur, frozen, tables, alpha, alpha_cum, beta, un
         target = (cd - own + _take(alpha, k)) * (cw - own + beta) / (ck - own + vbeta)
         return target, cd, cw
 
+    # Terms of the current state are carried from step to step (after an accept
+    # they are the proposal's), so each step gathers the proposal's terms only.
+    pi_s, cd_s, cw_s = terms(s)
     for u_w, a_w, u_d, a_d in uniforms:
         # Word proposal: q(k) ∝ n_wk (inclusive) + beta.
         x = u_w * (nw + K * beta)
@@ -207,10 +211,13 @@ def mh_chunk(doc, word, z_old, z_cur, frozen, tables, alpha, alpha_cum, beta, un
         t_token = _take(z_by_word, pos).to(torch.int64)
         t_prior = ((x - nw) / beta).to(torch.int64).clamp_(0, K - 1)
         t = torch.where(from_token, t_token, t_prior)
-        pi_s, _, cw_s = terms(s)
-        pi_t, _, cw_t = terms(t)
+        pi_t, cd_t, cw_t = terms(t)
         ratio = pi_t * (cw_s + beta) / (pi_s * (cw_t + beta))
-        s = torch.where(a_w < ratio, t, s)
+        accept = a_w < ratio
+        s = torch.where(accept, t, s)
+        pi_s = torch.where(accept, pi_t, pi_s)
+        cd_s = torch.where(accept, cd_t, cd_s)
+        cw_s = torch.where(accept, cw_t, cw_s)
         # Doc proposal: q(k) ∝ n_dk (inclusive) + alpha_k.
         x = u_d * (nd + alpha_sum)
         from_token = x < nd
@@ -222,10 +229,13 @@ def mh_chunk(doc, word, z_old, z_cur, frozen, tables, alpha, alpha_cum, beta, un
         if prior.numel():
             t_prior = torch.searchsorted(alpha_cum, _take(x - nd, prior), right=True)
             t = t.index_copy(0, prior, t_prior.clamp_(0, K - 1))
-        pi_s, cd_s, _ = terms(s)
-        pi_t, cd_t, _ = terms(t)
+        pi_t, cd_t, cw_t = terms(t)
         ratio = pi_t * (cd_s + _take(alpha, s)) / (pi_s * (cd_t + _take(alpha, t)))
-        s = torch.where(a_d < ratio, t, s)
+        accept = a_d < ratio
+        s = torch.where(accept, t, s)
+        pi_s = torch.where(accept, pi_t, pi_s)
+        cd_s = torch.where(accept, cd_t, cd_s)
+        cw_s = torch.where(accept, cw_t, cw_s)
     return s
 
 

@@ -13,8 +13,8 @@ adam_betas : tuple of float, default=(0.99, 0.999)
 batch_size : int, default=200
     Documents per mini-batch (AVITM: 200).
 max_iter : int
-    Number of epochs. Under ``warm_start`` or ``partial_fit`` each call adds
-    ``max_iter`` epochs and ``n_iter_`` accumulates.
+    Number of epochs. Under ``warm_start`` each ``fit`` adds ``max_iter``
+    epochs, each ``partial_fit`` one epoch, and ``n_iter_`` accumulates.
 batch_sampling : {"with_replacement", "shuffle"}, default="with_replacement"
     ``"with_replacement"`` (the original code) draws ``n // batch_size``
     batches of ``batch_size`` documents with replacement per epoch;
@@ -73,7 +73,7 @@ device_ : torch.device
     The device the model was trained on.
 n_features_in_ : int
     Number of words seen during fit.
-feature_names_in_ : ndarray of shape (n_features_in_,)
+feature_names_in_ : ndarray of shape (`n_features_in_`,)
     Names of the words seen during fit, when ``X`` had string column names.
 """
 

@@ -59,8 +59,10 @@ class NeuralTopicModel(BaseTopicModel):
         "callbacks": [None, list],
     }
 
+    _partial_fit_options = {"epochs": 1}
+
     # ----------------------------------------------------------------- fitting
-    def _fit(self, X, seed, *, warm):
+    def _fit(self, X, seed, *, warm, epochs=None):
         X = X.astype(np.float32)
         X = X[np.flatnonzero(np.asarray(X.sum(axis=1)).ravel() > 0)]
         if X.shape[0] < 2:
@@ -77,7 +79,7 @@ class NeuralTopicModel(BaseTopicModel):
             net = self.net_
             _set_frozen_batch_norm(net.module_, False)
             # Plain attributes: skorch's set_params would re-initialise the net.
-            net.max_epochs = self.max_iter
+            net.max_epochs = self.max_iter if epochs is None else epochs
             net.iterator_train__seed = seed + len(net.history)
             net.train_split = None if valid is None else predefined_split(CSRDataset(valid))
             try:

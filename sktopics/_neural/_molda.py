@@ -165,7 +165,7 @@ class MoLDA(PAMTopicModel):
     def _level_alphas(self, structure):
         sizes = self._sizes()
         prior = self.subtopic_prior
-        if np.ndim(prior) == 0:
+        if not isinstance(prior, (tuple, list)):
             return pam_level_alphas(structure, self.doc_topic_prior, prior)
         if len(prior) != len(sizes):
             raise ValueError(

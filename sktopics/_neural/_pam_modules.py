@@ -49,7 +49,7 @@ class L2Normalization(nn.Module):
 
     def __init__(self, mask, eps=1e-6):
         super().__init__()
-        self.register_buffer("mask", torch.as_tensor(mask, dtype=torch.float32))
+        self.register_buffer("mask", torch.tensor(mask, dtype=torch.float32))
         n_children = self.mask.sum(-1, keepdim=True).clamp_min(1.0)
         self.gain = nn.Parameter(torch.sqrt(n_children).expand_as(self.mask).clone())
         self.eps = eps

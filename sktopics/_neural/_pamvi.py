@@ -118,6 +118,41 @@ class PAMTopicModel(NeuralTopicModel):
             weights.append(np.where(mask, w, 0.0))
         self.level_weights_ = weights
 
+    @property
+    def sub_topic_weights_(self):
+        check_is_fitted(self, "level_weights_")
+        return self.level_weights_[-1]
+
+    def get_sub_topics(self, super_id, top_n=10, *, level=-1):
+        """The sub-topics a super-topic leads to most, like tomotopy's ``get_sub_topics``.
+
+        Parameters
+        ----------
+        super_id : int
+            Index of the parent node within its level.
+        top_n : int, default=10
+            Number of children to return.
+        level : int, default=-1
+            Internal level of the parent (``-1``: the leaves' parents, the
+            super-topics of 4-PAM; ``0``: the root, with ``super_id=0``).
+
+        Returns
+        -------
+        sub_topics : list of (int, float)
+            ``(child_id, weight)`` pairs from ``level_weights_``, by decreasing
+            weight; children not connected to the parent are left out.
+        """
+        check_is_fitted(self, "level_weights_")
+        weights = self.level_weights_[level]
+        if not 0 <= int(super_id) < weights.shape[0]:
+            raise ValueError(
+                f"super_id must be in [0, {weights.shape[0]}); got {super_id!r}."
+            )
+        row = weights[int(super_id)]
+        mask = self.structure_.masks[level][int(super_id)]
+        order = [c for c in np.argsort(-row, kind="stable") if mask[c]]
+        return [(int(c), float(row[c])) for c in order[: int(top_n)]]
+
     # --------------------------------------------------------------- inference
     def _iter_levels(self, X):
         """Yield, per batch, the node distributions and level marginals (numpy)."""
@@ -224,7 +259,7 @@ class PAMEncoderProposal:
             mus, logvars = encoder(x.to(torch.float32))
         loc, scale = [], []
         for mask, mu, logvar in zip(self.structure.masks, mus, logvars):
-            keep = torch.as_tensor(mask.ravel(), device=x.device)
+            keep = torch.tensor(mask.ravel(), device=x.device)
             loc.append(mu.flatten(1)[:, keep])
             scale.append(torch.exp(0.5 * logvar).flatten(1)[:, keep])
         return torch.cat(loc, 1).to(x.dtype), torch.cat(scale, 1).to(x.dtype)
@@ -438,38 +473,3 @@ class PAMVI(PAMTopicModel):
 
     def _build_decoder(self, n_features):
         return MixtureDecoder(self.structure_.n_leaf_topics, n_features, self.bn_eps)
-
-    @property
-    def sub_topic_weights_(self):
-        check_is_fitted(self, "level_weights_")
-        return self.level_weights_[-1]
-
-    def get_sub_topics(self, super_id, top_n=10, *, level=-1):
-        """The sub-topics a super-topic leads to most, like tomotopy's ``get_sub_topics``.
-
-        Parameters
-        ----------
-        super_id : int
-            Index of the parent node within its level.
-        top_n : int, default=10
-            Number of children to return.
-        level : int, default=-1
-            Internal level of the parent (``-1``: the leaves' parents, the
-            super-topics of 4-PAM; ``0``: the root, with ``super_id=0``).
-
-        Returns
-        -------
-        sub_topics : list of (int, float)
-            ``(child_id, weight)`` pairs from ``level_weights_``, by decreasing
-            weight; children not connected to the parent are left out.
-        """
-        check_is_fitted(self, "level_weights_")
-        weights = self.level_weights_[level]
-        if not 0 <= int(super_id) < weights.shape[0]:
-            raise ValueError(
-                f"super_id must be in [0, {weights.shape[0]}); got {super_id!r}."
-            )
-        row = weights[int(super_id)]
-        mask = self.structure_.masks[level][int(super_id)]
-        order = [c for c in np.argsort(-row, kind="stable") if mask[c]]
-        return [(int(c), float(row[c])) for c in order[: int(top_n)]]

@@ -35,6 +35,8 @@ __all__ = ["iteration_ais"]
 
 
 def _snapshot_mixture(snapshot):
+    if isinstance(snapshot, tuple) and len(snapshot) == 3:  # LDAGibbs.snapshots_ entries
+        snapshot = snapshot[1:]
     view = generative_view(snapshot)
     mix = view.token_mixture()
     if mix is None:
@@ -44,7 +46,7 @@ def _snapshot_mixture(snapshot):
 
 @validate_params(
     {
-        "snapshots": ["array-like"],
+        "snapshots": "no_validation",
         "X": ["array-like", "sparse matrix"],
         "n_start_temperatures": [Interval(numbers.Integral, 1, None, closed="left")],
         "n_segment_temperatures": [Interval(numbers.Integral, 1, None, closed="left")],
@@ -74,9 +76,12 @@ def iteration_ais(
 
     Parameters
     ----------
-    snapshots : sequence of fitted estimators, GenerativeViews or (phi, alpha) pairs
-        Successive states of one training run, with the same number of topics and
-        the same topic labels (no alignment is done).
+    snapshots : sequence, or an estimator with ``snapshots_``
+        Successive states of one training run: fitted estimators, GenerativeViews,
+        ``(phi, alpha)`` pairs or ``(sweep, phi, alpha)`` triples (the entries of
+        ``LDAGibbs(snapshot_interval=...).snapshots_``; passing the fitted
+        estimator itself uses them). Same number of topics and the same topic
+        labels (no alignment is done).
     X : {array-like, sparse matrix} of shape (n_documents, n_words)
         Held-out integer counts.
     n_start_temperatures : int, default=100
@@ -95,6 +100,8 @@ def iteration_ais(
     results : list of HeldOutLikelihood
         One per snapshot; ``results[t].per_token`` is the learning curve.
     """
+    if hasattr(snapshots, "snapshots_"):  # a fitted estimator that kept snapshots
+        snapshots = snapshots.snapshots_
     if len(snapshots) < 1:
         raise ValueError("iteration_ais needs at least one snapshot.")
     device = resolve_device(device)
@@ -116,7 +123,8 @@ def iteration_ais(
     se = np.zeros((n_snap, n_docs))
     ess_min = np.full(n_snap, np.inf)
     alphas = [torch.as_tensor(m[1], dtype=torch.float64, device=device) for m in mixes]
-    for batch in _batches(lengths.astype(np.int64), n_chains, n_topics):
+    min_fill = 0.5 if kernel == "blocked" else 0.0
+    for batch in _batches(lengths.astype(np.int64), n_chains, n_topics, min_fill=min_fill):
         tokens, mask, _ = _expand_tokens(X, batch)
         tokens = torch.as_tensor(tokens, device=device)
         mask_r = torch.as_tensor(mask, device=device).repeat_interleave(n_chains, 0)

@@ -18,7 +18,6 @@ from ..utils._sklearn_compat import Interval, validate_params
 from ..utils._torch import resolve_device
 from ._ais import (
     _bits,
-    _categorical,
     _check_counts,
     _expand_tokens,
     _batches,
@@ -45,7 +44,11 @@ def _shuffle_tokens(tokens, mask, doc_ids, root):
 
 def _smc_batch(phi_t, alpha, tokens, mask, keys, n_particles, n_groups,
                resample_threshold, rejuvenate):
-    """One SMC filter per (document, group); returns log p-hat (n_docs * n_groups,)."""
+    """One SMC filter per (document, group); returns log p-hat (n_docs * n_groups,).
+
+    Documents are sorted by decreasing length with their tokens first, so the
+    filters still running at position n are a prefix of the rows: no masking.
+    """
     device = tokens.device
     n_topics = alpha.shape[0]
     a_sum = float(alpha.sum())
@@ -53,8 +56,11 @@ def _smc_batch(phi_t, alpha, tokens, mask, keys, n_particles, n_groups,
     n_rows = tokens.shape[0] * rows_per_doc
     n_filters = tokens.shape[0] * n_groups
     tok = tokens.repeat_interleave(rows_per_doc, 0)
-    msk = mask.repeat_interleave(rows_per_doc, 0)
     n_max = tokens.shape[1]
+    lengths = mask.sum(1)
+    if bool((lengths[1:] > lengths[:-1]).any()):
+        raise ValueError("documents must be sorted by decreasing length")
+    docs_active = (lengths.view(1, -1) > torch.arange(n_max, device=device).view(-1, 1)).sum(1).tolist()
     c = torch.zeros(n_rows, n_topics, dtype=torch.float64, device=device)
     z = torch.zeros(n_rows, n_max, dtype=torch.long, device=device)
     log_w = torch.zeros(n_filters, n_particles, dtype=torch.float64, device=device)
@@ -64,58 +70,91 @@ def _smc_batch(phi_t, alpha, tokens, mask, keys, n_particles, n_groups,
     u_draw = _uniform(keys.view(-1, 1), 0, pos_all)  # (rows, N)
     u_res = _uniform(filter_keys.view(-1, 1), 1, pos_all)  # (filters, N)
     offsets = torch.arange(n_particles, device=device, dtype=torch.float64).view(1, -1)
+    ones = torch.ones(n_rows, 1, dtype=c.dtype, device=device)
     n_resamples = 0
     for n in range(n_max):
-        active = msk[:, n]
-        if not bool(active.any()):
+        nf = docs_active[n] * n_groups
+        if nf == 0:
             break
+        nr = nf * n_particles
         if rejuvenate and n > 1:
-            _rejuvenate(phi_t, alpha, tok, msk, z, c, n, keys, n)
-        phi_w = phi_t[tok[:, n]]  # (rows, K)
-        prior = (c + alpha) / (n + a_sum)
-        log_a = torch.log((prior * phi_w).sum(-1)).view(n_filters, n_particles)
-        act_f = active.view(n_filters, n_particles)[:, 0]
-        log_a = torch.where(act_f.unsqueeze(1), log_a, torch.zeros_like(log_a))
-        norm_w = log_w - torch.logsumexp(log_w, 1, keepdim=True)
+            _rejuvenate(phi_t, alpha, tok[:nr], z[:nr], c[:nr], n, keys[:nr], n)
+        phi_w = phi_t[tok[:nr, n]]  # (rows, K)
+        cn = c[:nr]
+        weights = (cn + alpha) * phi_w
+        log_a = (torch.log(weights.sum(-1)) - math.log(n + a_sum)).view(nf, n_particles)
+        norm_w = log_w[:nf] - torch.logsumexp(log_w[:nf], 1, keepdim=True)
         log_z = torch.logsumexp(norm_w + log_a, 1)
-        log_p += log_z
-        log_w = norm_w + log_a - log_z.unsqueeze(1)
-        k = _categorical(torch.log(c + alpha) + torch.log(phi_w), u_draw[:, n]).unsqueeze(1)
-        k = torch.where(active.unsqueeze(1), k, z[:, n : n + 1])
-        z[:, n : n + 1] = k
-        c.scatter_add_(1, k, active.to(c.dtype).unsqueeze(1))
+        log_p[:nf] += log_z
+        log_w[:nf] = norm_w + log_a - log_z.unsqueeze(1)
+        cum = torch.cumsum(weights, -1)
+        k = torch.searchsorted(cum, u_draw[:nr, n : n + 1] * cum[:, -1:]).clamp_(max=n_topics - 1)
+        z[:nr, n : n + 1] = k
+        cn.scatter_add_(1, k, ones[:nr])
         # systematic resampling where the effective sample size is low
         if resample_threshold > 0 and n < n_max - 1:
-            w = torch.exp(log_w)
+            w = torch.exp(log_w[:nf])
             ess = w.sum(1) ** 2 / (w * w).sum(1)
-            need = (ess < resample_threshold * n_particles) & act_f
+            need = ess < resample_threshold * n_particles
             if bool(need.any()):
                 n_resamples += int(need.sum())
-                cum = torch.cumsum(w / w.sum(1, keepdim=True), 1)
-                cum[:, -1] = 1.0
-                points = (u_res[:, n : n + 1] + offsets) / n_particles
-                anc = torch.searchsorted(cum, points).clamp_max(n_particles - 1)
-                ident = torch.arange(n_particles, device=device).expand(n_filters, -1)
+                cum_w = torch.cumsum(w / w.sum(1, keepdim=True), 1)
+                cum_w[:, -1] = 1.0
+                points = (u_res[:nf, n : n + 1] + offsets) / n_particles
+                anc = torch.searchsorted(cum_w, points).clamp_max(n_particles - 1)
+                ident = torch.arange(n_particles, device=device).expand(nf, -1)
                 anc = torch.where(need.unsqueeze(1), anc, ident)
-                flat = (anc + torch.arange(n_filters, device=device).view(-1, 1) * n_particles).view(-1)
-                c = c[flat]
-                z = z[flat]
-                log_w = torch.where(need.unsqueeze(1), torch.zeros_like(log_w), log_w)
+                flat = (anc + torch.arange(nf, device=device).view(-1, 1) * n_particles).view(-1)
+                c[:nr] = c[:nr][flat]
+                if rejuvenate:  # the assignments are only needed to rejuvenate
+                    z[:nr] = z[:nr][flat]
+                log_w[:nf] = torch.where(need.unsqueeze(1), torch.zeros_like(w), log_w[:nf])
     return log_p, n_resamples
 
 
-def _rejuvenate(phi_t, alpha, tok, msk, z, c, n, keys, step):
+def _rejuvenate(phi_t, alpha, tok, z, c, n, keys, step):
     """A collapsed Gibbs sweep over positions < n of every particle (pi_{n-1}-invariant)."""
     u = _uniform(keys.view(-1, 1), 2, step, torch.arange(n, device=z.device).view(1, -1))
+    ones = torch.ones(z.shape[0], 1, dtype=c.dtype, device=c.device)
     for j in range(n):
-        m = msk[:, j : j + 1].to(c.dtype)
         zj = z[:, j : j + 1]
-        c.scatter_add_(1, zj, -m)
-        logits = torch.log(c + alpha) + torch.log(phi_t[tok[:, j]])
-        k = _categorical(logits, u[:, j]).unsqueeze(1)
-        k = torch.where(m > 0, k, zj)
+        c.scatter_add_(1, zj, -ones)
+        cum = torch.cumsum((c + alpha) * phi_t[tok[:, j]], -1)
+        k = torch.searchsorted(cum, u[:, j : j + 1] * cum[:, -1:]).clamp_(max=cum.shape[1] - 1)
         z[:, j : j + 1] = k
-        c.scatter_add_(1, k, m)
+        c.scatter_add_(1, k, ones)
+
+
+def _smc_log_likelihood(mix, X, *, n_particles, n_filters, resample_threshold, rejuvenate,
+                        device, root):
+    phi, alpha = mix
+    phi_t = torch.as_tensor(np.asarray(phi), dtype=torch.float64, device=device).T.contiguous()
+    phi_t = phi_t.clamp_min(1e-300)
+    alpha_t = torch.as_tensor(np.asarray(alpha, dtype=np.float64), device=device)
+    lengths = np.asarray(X.sum(1)).ravel().astype(np.int64)
+    n_docs = X.shape[0]
+    est = np.zeros(n_docs)
+    se = np.zeros(n_docs)
+    n_res = 0
+    for batch in _batches(lengths, n_particles * n_filters, 4):
+        tokens, mask, _ = _expand_tokens(X, batch)
+        tokens = torch.as_tensor(tokens, device=device)
+        mask = torch.as_tensor(mask, device=device)
+        tokens, mask = _shuffle_tokens(tokens, mask, batch, root)
+        keys = _row_keys(root, batch, n_filters * n_particles, 6, device)
+        log_p, r = _smc_batch(phi_t, alpha_t, tokens, mask, keys, n_particles, n_filters,
+                              float(resample_threshold), rejuvenate)
+        n_res += r
+        log_p = log_p.view(len(batch), n_filters)
+        e = torch.logsumexp(log_p, 1) - math.log(n_filters)
+        if n_filters > 1:
+            w = torch.exp(log_p - log_p.amax(1, keepdim=True))
+            ess = w.sum(1) ** 2 / (w * w).sum(1)
+            s = torch.sqrt((1.0 / ess - 1.0 / n_filters).clamp_min(0.0))
+        else:
+            s = torch.full_like(e, float("nan"))
+        est[batch], se[batch] = e.cpu().numpy(), s.cpu().numpy()
+    return est, se, n_res
 
 
 @validate_params(
@@ -181,35 +220,12 @@ def left_to_right_log_likelihood(
             "left_to_right_log_likelihood needs a per-token mixture model "
             "(view.token_mixture()); use ais_log_likelihood for ProdLDA."
         )
-    phi, alpha = mix
     X = _check_counts(X, view.n_features, integer=True)
-    root = _root_key(random_state)
-    phi_t = torch.as_tensor(np.asarray(phi), dtype=torch.float64, device=device).T.contiguous()
-    phi_t = phi_t.clamp_min(1e-300)
-    alpha_t = torch.as_tensor(np.asarray(alpha, dtype=np.float64), device=device)
+    est, se, n_res = _smc_log_likelihood(mix, X, n_particles=n_particles, n_filters=n_filters,
+                                         resample_threshold=resample_threshold,
+                                         rejuvenate=rejuvenate, device=device,
+                                         root=_root_key(random_state))
     lengths = np.asarray(X.sum(1)).ravel().astype(np.int64)
-    n_docs = X.shape[0]
-    est = np.zeros(n_docs)
-    se = np.zeros(n_docs)
-    n_res = 0
-    for batch in _batches(lengths, n_particles * n_filters, 4):
-        tokens, mask, _ = _expand_tokens(X, batch)
-        tokens = torch.as_tensor(tokens, device=device)
-        mask = torch.as_tensor(mask, device=device)
-        tokens, mask = _shuffle_tokens(tokens, mask, batch, root)
-        keys = _row_keys(root, batch, n_filters * n_particles, 6, device)
-        log_p, r = _smc_batch(phi_t, alpha_t, tokens, mask, keys, n_particles, n_filters,
-                              float(resample_threshold), rejuvenate)
-        n_res += r
-        log_p = log_p.view(len(batch), n_filters)
-        e = torch.logsumexp(log_p, 1) - math.log(n_filters)
-        if n_filters > 1:
-            w = torch.exp(log_p - log_p.amax(1, keepdim=True))
-            ess = w.sum(1) ** 2 / (w * w).sum(1)
-            s = torch.sqrt((1.0 / ess - 1.0 / n_filters).clamp_min(0.0))
-        else:
-            s = torch.full_like(e, float("nan"))
-        est[batch], se[batch] = e.cpu().numpy(), s.cpu().numpy()
     per_doc_cost = lengths * n_particles * n_filters
     if rejuvenate:
         per_doc_cost = per_doc_cost + lengths * (lengths - 1) // 2 * n_particles * n_filters

@@ -18,7 +18,6 @@ posterior samples by enumeration (tiny documents only; tests).
 """
 
 import itertools
-import math
 import numbers
 
 import numpy as np
@@ -48,7 +47,7 @@ from ._ais import (
 )
 from ._results import ModelComparison
 
-__all__ = ["ratio_ais", "align_topics"]
+__all__ = ["ratio_ais", "align_topics", "embed_smaller_model"]
 
 
 def align_topics(phi_a, phi_b):
@@ -64,6 +63,36 @@ def align_topics(phi_a, phi_b):
     return perm
 
 
+def embed_smaller_model(phi_small, alpha_small, phi_large):
+    """Embed a K_s-topic LDA exactly into K_l > K_s topics, aligned with ``phi_large``.
+
+    Topics of the small model are matched to the large model's (Hungarian on the
+    Hellinger distance); for each unmatched large topic, the small topic closest to
+    it is duplicated and the Dirichlet mass of its copies is split in halves. By
+    Dirichlet aggregation p(w | model) is unchanged (evaluation.md section 3.5).
+    Returns ``(phi, alpha)`` with ``K_l`` rows, row k aligned with large topic k.
+    """
+    phi_small = np.asarray(phi_small, float)
+    alpha_small = np.asarray(alpha_small, float)
+    k_small, k_large = phi_small.shape[0], phi_large.shape[0]
+    sl, ss = np.sqrt(phi_large), np.sqrt(phi_small)
+    cost = np.sqrt(np.maximum(0.5 * ((sl[:, None, :] - ss[None, :, :]) ** 2).sum(-1), 0.0))
+    rows, cols = linear_sum_assignment(cost)  # rows: large topics, cols: small topics
+    source = np.full(k_large, -1)
+    source[rows] = cols
+    copies = {k: [int(r)] for r, k in zip(rows, cols)}
+    alpha = np.zeros(k_large)
+    alpha[rows] = alpha_small[cols]
+    for u in np.flatnonzero(source < 0):
+        k = int(np.argmin(cost[u]))
+        donor = max(copies[k], key=lambda r: alpha[r])
+        alpha[donor] /= 2.0
+        alpha[u] = alpha[donor]
+        source[u] = k
+        copies[k].append(int(u))
+    return phi_small[source].copy(), alpha
+
+
 def _exact_posterior(phi, alpha, tokens, mask, n_chains, keys, max_states=200_000):
     """Exact draws of z ~ p(z | w) by enumeration (tiny documents; tests)."""
     from scipy.special import gammaln
@@ -74,17 +103,22 @@ def _exact_posterior(phi, alpha, tokens, mask, n_chains, keys, max_states=200_00
     tokens_np, mask_np = tokens.cpu().numpy(), mask.cpu().numpy()
     u = _uniform(keys.cpu(), 11).numpy()
     a_sum = alpha.sum()
+    cache = {}
     for d in range(n_docs):
         words = tokens_np[d][mask_np[d]]
         n = len(words)
         if n_topics**n > max_states:
             raise ValueError("start='exact' enumerates K^N assignments: documents too long.")
-        zs = np.array(list(itertools.product(range(n_topics), repeat=n)), dtype=np.int64).reshape(-1, n)
-        counts = np.stack([(zs == k).sum(1) for k in range(n_topics)], 1)
-        lp = (gammaln(a_sum) - gammaln(n + a_sum) + (gammaln(counts + alpha) - gammaln(alpha)).sum(1)
-              + np.log(np.maximum(phi[zs, words], 1e-300)).sum(1))
-        p = np.exp(lp - lp.max())
-        cum = np.cumsum(p) / p.sum()
+        key = tuple(words)
+        if key not in cache:
+            zs = np.array(list(itertools.product(range(n_topics), repeat=n)), dtype=np.int64).reshape(-1, n)
+            counts = np.stack([(zs == k).sum(1) for k in range(n_topics)], 1)
+            lp = (gammaln(a_sum) - gammaln(n + a_sum)
+                  + (gammaln(counts + alpha) - gammaln(alpha)).sum(1)
+                  + np.log(np.maximum(phi[zs, words], 1e-300)).sum(1))
+            p = np.exp(lp - lp.max())
+            cache[key] = (zs, np.cumsum(p) / p.sum())
+        zs, cum = cache[key]
         idx = np.minimum(np.searchsorted(cum, u[d * n_chains:(d + 1) * n_chains]), len(cum) - 1)
         z_out[d * n_chains:(d + 1) * n_chains, :n] = torch.from_numpy(zs[idx])
     return z_out
@@ -228,8 +262,10 @@ def ratio_ais(
     Returns
     -------
     result : ModelComparison
-        When the two models are not both per-token mixtures with the same number
-        of topics, the result of paired standard AIS with common random numbers
+        Models with different numbers of topics are compared exactly by embedding
+        the smaller one (one of its topics duplicated, with its Dirichlet mass
+        split). When the two models are not both per-token mixtures (e.g. LDA vs
+        ProdLDA), the result of paired standard AIS with common random numbers
         (``method="paired-ais"``, with a note in ``settings``).
     """
     device = resolve_device(device)
@@ -245,12 +281,21 @@ def ratio_ais(
         random_state=random_state if isinstance(random_state, numbers.Integral) else None,
         device=str(device),
     )
-    if mix_a is None or mix_b is None or mix_a[0].shape[0] != mix_b[0].shape[0]:
+    if mix_a is None or mix_b is None:
         return _paired(view_a, view_b, X, n_temperatures, n_chains, schedule, device,
                        random_state, settings, kernel)
     X = _check_counts(X, view_a.n_features, integer=True)
     phi_a, alpha_a = np.asarray(mix_a[0], float), np.asarray(mix_a[1], float)
     phi_b, alpha_b = np.asarray(mix_b[0], float), np.asarray(mix_b[1], float)
+    if phi_a.shape[0] < phi_b.shape[0]:
+        phi_a, alpha_a = embed_smaller_model(phi_a, alpha_a, phi_b)
+        settings["embedded"] = "A split to B's number of topics (exact, Dirichlet aggregation)"
+    elif phi_b.shape[0] < phi_a.shape[0]:
+        phi_b, alpha_b = embed_smaller_model(phi_b, alpha_b, phi_a)
+        settings["embedded"] = "B split to A's number of topics (exact, Dirichlet aggregation)"
+        align_topics = False  # already aligned with A
+    if "embedded" in settings and phi_a.shape[0] != phi_b.shape[0]:  # pragma: no cover
+        raise AssertionError
     perm = align_topics_fn(phi_a, phi_b) if align_topics else np.arange(phi_b.shape[0])
     phi_b, alpha_b = phi_b[perm], alpha_b[perm]
     kernel = _resolve_kernel(kernel, device)
@@ -261,7 +306,8 @@ def ratio_ais(
     betas = _schedule(schedule, n_temperatures)
     start_betas = _schedule(schedule, n_start_temperatures or n_temperatures)
     lengths = np.asarray(X.sum(1)).ravel()
-    batches = _batches(lengths.astype(np.int64), n_chains, phi_a.shape[0])
+    batches = _batches(lengths.astype(np.int64), n_chains, phi_a.shape[0],
+                       min_fill=0.5 if kernel == "blocked" else 0.0)
     common = dict(X=X, batches_info=batches, kind=path, betas=betas, start=start,
                   start_betas=start_betas, n_burnin=n_burnin_sweeps, n_chains=n_chains,
                   kernel=kernel, root=root, device=device)

@@ -1,0 +1,95 @@
+"""
+A topic hierarchy with PAMVI (Pachinko Allocation, aviPAM)
+==========================================================
+
+Fit a 4-PAM, root -> super-topics -> sub-topics -> words, with
+:class:`~sktopics.PAMVI` on the BBC News corpus shipped with sktopics, then draw the
+learned hierarchy: each super-topic linked to the sub-topics it leads to most, each
+sub-topic labelled with its top words. A mixture of LDAs (:class:`~sktopics.MoLDA`)
+is fitted on the same data for comparison.
+"""
+
+# %%
+# Data: the embedded BBC News bag of words (five sections).
+import matplotlib.pyplot as plt
+import numpy as np
+
+from sktopics import PAMVI, MoLDA, top_words
+from sktopics.datasets import load_bbc_news
+from sktopics.metrics import npmi_coherence, topic_diversity
+
+train = load_bbc_news(subset="train")
+test = load_bbc_news(subset="test")
+vocabulary = np.asarray(train.feature_names)
+print(f"{train.data.shape[0]} training documents, {train.data.shape[1]} words")
+
+# %%
+# 4-PAM with 3 super-topics and 12 sub-topics. ``device="auto"`` would use a GPU.
+pam = PAMVI(structure=(3, 12), max_iter=60, learning_rate=5e-3, random_state=0,
+            device="cpu")
+pam.fit(train.data)
+print(f"NPMI (test reference, zero convention): "
+      f"{npmi_coherence(pam, test.data, zero_cooccurrence='zero').mean:.3f}, "
+      f"topic diversity (top 10): {topic_diversity(pam, 10):.2f}")
+
+sub_words = [" ".join(vocabulary[np.argsort(-row)[:4]]) for row in pam.components_]
+for s in range(3):
+    print(f"super-topic {s}:")
+    for k, weight in pam.get_sub_topics(s, top_n=4):
+        print(f"    {weight:.2f}  sub-topic {k:2d}: {sub_words[k]}")
+
+# %%
+# The learned hierarchy. Edge width is ``sub_topic_weights_[s, k]``, the share of
+# the training tokens routed through super-topic ``s`` that continue to sub-topic
+# ``k``; only edges above 1/12 (uniform) are drawn. Super-topic labels are the
+# words their sub-topics put most weight on.
+weights = pam.sub_topic_weights_
+super_words = weights @ pam.components_
+fig, ax = plt.subplots(figsize=(12, 6))
+x_super = np.linspace(0.15, 0.85, 3)
+x_sub = np.linspace(0.03, 0.97, 12)
+order = np.argsort(np.argmax(weights, axis=0) + 0.01 * np.arange(12), kind="stable")
+position = {k: x_sub[i] for i, k in enumerate(order)}
+for s in range(3):
+    for k in range(12):
+        if weights[s, k] > 1 / 12:
+            ax.plot([x_super[s], position[k]], [0.8, 0.35], color=f"C{s}",
+                    linewidth=12 * weights[s, k], alpha=0.7)
+    label = "\n".join(vocabulary[np.argsort(-super_words[s])[:3]])
+    ax.text(x_super[s], 0.8, f"super {s}\n{label}", ha="center", va="bottom",
+            bbox=dict(boxstyle="round", facecolor=f"C{s}", alpha=0.3))
+for k in range(12):
+    ax.text(position[k], 0.33, f"{k}\n" + "\n".join(sub_words[k].split()), ha="center",
+            va="top", fontsize=8, bbox=dict(boxstyle="round", facecolor="white"))
+ax.text(0.5, 0.98, "root", ha="center", va="top", fontsize=12)
+for s in range(3):
+    ax.plot([0.5, x_super[s]], [0.93, 0.9], color="grey",
+            linewidth=12 * pam.level_weights_[0][0, s])
+ax.set_xlim(0, 1)
+ax.set_ylim(0, 1)
+ax.axis("off")
+ax.set_title("PAMVI on BBC News: super-topics and their sub-topics")
+fig.tight_layout()
+
+# %%
+# Super-topic proportions of held-out documents, by section
+# (:meth:`~sktopics.PAMVI.transform_levels`).
+super_props, sub_props = pam.transform_levels(test.data)
+fig, ax = plt.subplots(figsize=(8, 2.5))
+order = np.argsort(test.target, kind="stable")
+ax.imshow(super_props[order].T, aspect="auto", interpolation="nearest")
+ax.set_xlabel("held-out documents by section: " + ", ".join(test.target_names))
+ax.set_ylabel("super-topic")
+fig.tight_layout()
+
+# %%
+# MoLDA(3:12): a coarse 3-topic LDA and a fine 12-topic LDA mixed word by word.
+molda = MoLDA(components=(3, 12), max_iter=60, learning_rate=5e-3, random_state=0,
+              device="cpu").fit(train.data)
+for name, topics in zip(("coarse", "fine"), molda.components_per_model_):
+    npmi = npmi_coherence(topics, test.data, zero_cooccurrence="zero").mean
+    print(f"{name} component: NPMI {npmi:.3f}")
+    for row in topics[:3]:
+        print("    " + " ".join(vocabulary[np.argsort(-row)[:6]]))
+print("mean component weights on held-out documents:",
+      np.round(molda.transform_root(test.data).mean(0), 2))

@@ -1,0 +1,111 @@
+"""Package-level promises: layering, public names, top_words, the demo command."""
+
+import ast
+import importlib
+import io
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from sklearn.feature_extraction.text import CountVectorizer
+from sklearn.pipeline import make_pipeline
+
+import sktopics
+from sktopics import top_words
+
+PACKAGE = Path(sktopics.__file__).resolve().parent
+
+#: Maths modules: torch, numpy and scipy only.
+MATHS_MODULES = [
+    "_generative.py",
+    "_neural/_modules.py",
+    "_neural/_losses.py",
+]
+
+
+def _imported_modules(path):
+    tree = ast.parse(path.read_text())
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            names.add(("." * node.level) + (node.module or ""))
+    return names
+
+
+@pytest.mark.parametrize("module", MATHS_MODULES + [
+    str(p.relative_to(PACKAGE)) for p in PACKAGE.glob("_gibbs/_sweeps*.py")
+])
+def test_maths_modules_import_neither_sklearn_nor_skorch(module):
+    imported = _imported_modules(PACKAGE / module)
+    assert not any(name.split(".")[0] in {"sklearn", "skorch"} for name in imported), imported
+
+
+def test_model_selection_never_imports_estimator_modules():
+    folder = PACKAGE / "model_selection"
+    if not folder.is_dir():
+        pytest.skip("model_selection not present")
+    for path in folder.glob("*.py"):
+        imported = _imported_modules(path)
+        assert not any("_gibbs" in name or "_neural" in name for name in imported), (path, imported)
+
+
+def test_private_sklearn_names_only_in_compat_layer():
+    offenders = []
+    for path in PACKAGE.rglob("*.py"):
+        if path.name == "_sklearn_compat.py":
+            continue
+        text = path.read_text()
+        if "sklearn.utils._" in text or "from sklearn.base import _" in text:
+            offenders.append(str(path.relative_to(PACKAGE)))
+    assert not offenders
+
+
+def test_public_names_and_lazy_submodules():
+    for name in sktopics.__all__:
+        assert getattr(sktopics, name) is not None
+    assert importlib.import_module("sktopics.metrics") is sktopics.metrics
+    with pytest.raises(AttributeError):
+        sktopics.not_a_module  # noqa: B018
+
+
+def test_top_words_from_array_pipeline_and_names():
+    topic_word = np.array([[0.1, 0.5, 0.4], [0.6, 0.2, 0.2]])
+    assert top_words(topic_word, 2) == [[1, 2], [0, 1]]  # ties go to the lower index
+    assert top_words(topic_word, 1, feature_names=["a", "b", "c"]) == [["b"], ["a"]]
+    with pytest.raises(ValueError, match="feature_names"):
+        top_words(topic_word, 1, feature_names=["a"])
+    with pytest.raises(ValueError, match="n_words"):
+        top_words(topic_word, 0)
+
+    docs = ["red green blue", "green blue", "cat dog", "dog cat mouse"] * 5
+    pipe = make_pipeline(
+        CountVectorizer(),
+        sktopics.ProdLDA(n_components=2, max_iter=2, batch_size=5, hidden_sizes=(4, 4),
+                         device="cpu", random_state=0),
+    ).fit(docs)
+    words = top_words(pipe, 3)
+    assert {w for topic in words for w in topic} <= {"red", "green", "blue", "cat", "dog", "mouse"}
+
+
+def test_demo_runs_offline_and_reports():
+    from sktopics.__main__ import demo
+
+    out = io.StringIO()
+    model = demo("prodlda", n_topics=5, epochs=2, seed=0, out=out)
+    text = out.getvalue()
+    assert text.count("topic ") >= 5
+    assert "held-out score" in text and "NPMI" in text and "diversity" in text
+    assert model.n_iter_ == 2
+
+
+def test_console_entry_point_help():
+    result = subprocess.run(
+        [sys.executable, "-m", "sktopics", "demo", "--help"], capture_output=True, text=True,
+        check=False,
+    )
+    assert result.returncode == 0
+    assert "--topics" in result.stdout

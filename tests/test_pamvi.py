@@ -1,0 +1,307 @@
+"""PAMVI (aviPAM), PAMStructure, make_pam_corpus and the PAM generative view."""
+
+import itertools
+import pickle
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+import torch
+from scipy.optimize import linear_sum_assignment
+from sklearn.base import clone
+
+from sktopics import PAMVI
+from sktopics._generative_pam import pam_laplace_prior, pam_level_alphas
+from sktopics.datasets import make_pam_corpus
+from sktopics.pam import PAMStructure
+
+FAST = dict(max_iter=3, batch_size=16, hidden_sizes=(16,), device="cpu", random_state=0)
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    """Tiny networks run much faster on one thread on a shared machine."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.fixture(scope="module")
+def corpus():
+    X, phi, pi = make_pam_corpus(n_samples=80, n_features=30, structure=(2, 4), random_state=0)
+    return X, phi, pi
+
+
+SPARSE = [np.array([[1, 1]], dtype=bool), np.array([[1, 1, 0, 0], [0, 1, 1, 1]], dtype=bool)]
+
+
+# ----------------------------------------------------------------- structure
+@pytest.mark.parametrize("spec, levels", [
+    ((2, 5), (2, 5)),
+    ([3, 4, 6], (3, 4, 6)),
+    (7, (7,)),
+    ({"levels": (2, 3)}, (2, 3)),
+    (SPARSE, (2, 4)),
+    ({"levels": (2, 4), "masks": [None, SPARSE[1]]}, (2, 4)),
+])
+def test_structure_from_spec(spec, levels):
+    structure = PAMStructure.from_spec(spec)
+    assert structure.levels == levels
+    assert PAMStructure.from_spec(structure) is structure
+    assert structure.masks[0].shape == (1, levels[0])
+    assert structure == PAMStructure.from_spec(spec)
+    hash(structure)
+
+
+@pytest.mark.parametrize("spec, match", [
+    ((2, 0), "int >= 1"),
+    ((), "at least one level"),
+    ((2.5, 3), "int >= 1"),
+    ("abc", "structure must be"),
+    ({"levels": (2, 3), "foo": 1}, "dict structure"),
+    ([np.ones((1, 2)), np.ones((3, 4))], "shape"),
+    ([np.ones((1, 2)), np.array([[1, 1, 0], [0, 0, 0]])], "no child"),
+    ([np.ones((1, 2)), np.array([[1, 0, 0], [1, 0, 0]])], "no parent"),
+    ([np.ones((1, 2)), np.full((2, 3), 2)], "boolean"),
+])
+def test_structure_validation(spec, match):
+    with pytest.raises(ValueError, match=match):
+        PAMStructure.from_spec(spec)
+
+
+def test_structure_is_frozen():
+    structure = PAMStructure.from_spec((2, 3))
+    with pytest.raises(Exception):
+        structure.levels = (3, 3)
+    with pytest.raises(ValueError):
+        structure.masks[1][0, 0] = False
+
+
+def test_mixture_structure():
+    structure = PAMStructure.mixture((2, 3))
+    assert structure.levels == (2, 5)
+    np.testing.assert_array_equal(structure.n_children(1), [2, 3])
+    assert not structure.masks[1][0, 2] and structure.masks[1][1, 2]
+
+
+def test_level_alphas_and_laplace_prior():
+    structure = PAMStructure.from_spec(SPARSE)
+    alphas = pam_level_alphas(structure, 0.5, [1.0, 2.0, 3.0, 4.0])
+    np.testing.assert_allclose(alphas[0], [[0.5, 0.5]])
+    np.testing.assert_allclose(alphas[1], [[1, 2, 0, 0], [0, 2, 3, 4]])
+    means, variances = pam_laplace_prior(structure, alphas)
+    assert means[1][0, 2] == 0 and variances[1][0, 2] == 1
+    # A node's Laplace approximation uses only its own children.
+    np.testing.assert_allclose(means[1][1, 1:].sum(), 0, atol=1e-12)
+    with pytest.raises(ValueError, match="subtopic_prior"):
+        pam_level_alphas(structure, 0.5, [1.0, 2.0])
+    with pytest.raises(ValueError, match="positive"):
+        pam_level_alphas(structure, -1.0, 1.0)
+
+
+# ----------------------------------------------------------------- synthetic
+def test_make_pam_corpus():
+    X, phi, pi, nodes = make_pam_corpus(
+        n_samples=50, n_features=20, structure=SPARSE, return_node_proportions=True,
+        random_state=0,
+    )
+    assert sp.issparse(X) and X.shape == (50, 20) and X.dtype == np.int64
+    assert np.all(np.asarray(X.sum(axis=1)) >= 1)
+    np.testing.assert_allclose(phi.sum(1), 1)
+    np.testing.assert_allclose(pi.sum(1), 1)
+    assert nodes[1].shape == (50, 2, 4)
+    assert np.all(nodes[1][:, ~SPARSE[1]] == 0)
+    np.testing.assert_allclose(np.einsum("ds,dsk->dk", nodes[0][:, 0], nodes[1]), pi)
+    X2, _, _ = make_pam_corpus(n_samples=50, n_features=20, structure=SPARSE, random_state=0)
+    assert (X != X2).nnz == 0
+
+
+# ----------------------------------------------------------------- estimator
+def test_fit_transform_shapes(corpus):
+    X, _, _ = corpus
+    model = PAMVI((2, 4), **FAST).fit(X)
+    theta = model.transform(X)
+    assert theta.shape == (80, 4) and model.n_components_ == 4
+    np.testing.assert_allclose(theta.sum(1), 1, atol=1e-10)
+    super_, sub = model.transform_levels(X)
+    assert super_.shape == (80, 2)
+    np.testing.assert_allclose(super_.sum(1), 1, atol=1e-10)
+    np.testing.assert_allclose(sub, theta)
+    root, node = model.transform_nodes(X)
+    assert root.shape == (80, 1, 2) and node.shape == (80, 2, 4)
+    np.testing.assert_allclose(np.einsum("ds,dsk->dk", root[:, 0], node), theta, atol=1e-10)
+    assert model.components_.shape == (4, 30)
+    np.testing.assert_allclose(model.components_.sum(1), 1)
+    np.testing.assert_allclose(model.sub_topic_weights_.sum(1), 1)
+    assert model.get_feature_names_out()[0] == "pamvi0"
+    subs = model.get_sub_topics(1, top_n=3)
+    assert len(subs) == 3 and subs[0][1] >= subs[1][1] >= subs[2][1]
+    with pytest.raises(ValueError, match="super_id"):
+        model.get_sub_topics(5)
+    assert np.isfinite(model.score(X))
+
+
+def test_elbo_decreases(corpus):
+    X, _, _ = corpus
+    model = PAMVI((2, 4), **{**FAST, "max_iter": 15}).fit(X)
+    losses = np.asarray(model.history_[:, "train_loss"])
+    assert losses[-3:].mean() < losses[:3].mean()
+    assert model.n_iter_ == 15
+
+
+def test_five_pam_and_empty_documents(corpus):
+    X, _, _ = corpus
+    model = PAMVI((2, 3, 4), **FAST).fit(X)
+    X_new = sp.vstack([X[:3], sp.csr_matrix((1, 30))]).tocsr()
+    levels = model.transform_levels(X_new)
+    assert [level.shape for level in levels] == [(4, 2), (4, 3), (4, 4)]
+    for level in levels:
+        np.testing.assert_allclose(level.sum(1), 1, atol=1e-10)
+    # An empty document gets the prior mean (symmetric priors: uniform).
+    np.testing.assert_allclose(levels[-1][-1], 0.25)
+    assert model.get_sub_topics(0, level=0, top_n=5)[0][0] in (0, 1)
+
+
+def test_sparse_dag_masks_are_respected(corpus):
+    X, _, _ = corpus
+    model = PAMVI(SPARSE, **FAST).fit(X)
+    _, nodes = model.transform_nodes(X)
+    assert np.all(nodes[:, ~SPARSE[1]] == 0)
+    np.testing.assert_allclose(nodes.sum(-1), 1, atol=1e-10)
+    assert np.all(model.sub_topic_weights_[~SPARSE[1]] == 0)
+    assert [c for c, _ in model.get_sub_topics(0)] == sorted(
+        [c for c, _ in model.get_sub_topics(0)], key=lambda c: -model.sub_topic_weights_[0, c])
+    assert {c for c, _ in model.get_sub_topics(0)} == {0, 1}
+    assert model.structure == SPARSE  # the parameter is left as given
+    view = model._generative_view()
+    assert view.prior.latent_dim == 2 + 5
+
+
+@pytest.mark.parametrize("logvar_norm", ["l2", "none"])
+def test_logvar_norm_variants(corpus, logvar_norm):
+    X, _, _ = corpus
+    model = PAMVI((2, 4), logvar_norm=logvar_norm, **FAST).fit(X)
+    theta = model.transform(X)
+    np.testing.assert_allclose(theta.sum(1), 1, atol=1e-10)
+    if logvar_norm == "l2":
+        norms = [m for m in model.net_.module_.modules() if type(m).__name__ == "L2Normalization"]
+        assert len(norms) == 2
+    # Inference never depends on the batch: one document alone gives the same theta.
+    np.testing.assert_allclose(model.transform(X[:1]), theta[:1], atol=1e-10)
+
+
+def test_bad_inputs(corpus):
+    X, _, _ = corpus
+    with pytest.raises(ValueError, match="Negative"):
+        PAMVI((2, 4), **FAST).fit(-X.toarray())
+    with pytest.raises(ValueError, match="subtopic_prior"):
+        PAMVI((2, 4), subtopic_prior=[1.0, 2.0], **FAST).fit(X)
+    with pytest.raises(ValueError, match="doc_topic_prior"):
+        PAMVI((2, 4), doc_topic_prior=[1.0, 2.0, 3.0], **FAST).fit(X)
+    with pytest.raises(ValueError):
+        PAMVI((2, 0), **FAST).fit(X)
+    with pytest.raises(ValueError):
+        PAMVI((2, 4), logvar_norm="layernorm", **FAST).fit(X)
+    model = PAMVI((2, 4), **FAST).fit(X)
+    with pytest.raises(ValueError, match="features"):
+        model.transform(X[:, :10])
+    with pytest.raises(ValueError, match="token"):
+        model.score(sp.csr_matrix((2, 30)))
+
+
+def test_warm_start_and_structure_change(corpus):
+    X, _, _ = corpus
+    model = PAMVI((2, 4), warm_start=True, **FAST).fit(X)
+    model.fit(X)
+    assert model.n_iter_ == 6
+    model.set_params(structure=(3, 4))
+    with pytest.raises(ValueError, match="warm_start"):
+        model.fit(X)
+
+
+def test_reproducible_pickle_clone(corpus):
+    X, _, _ = corpus
+    a = PAMVI((2, 4), **FAST).fit(X)
+    b = PAMVI((2, 4), **FAST).fit(X)
+    np.testing.assert_array_equal(a.components_, b.components_)
+    restored = pickle.loads(pickle.dumps(a))
+    np.testing.assert_array_equal(restored.transform(X), a.transform(X))
+    np.testing.assert_array_equal(restored.sub_topic_weights_, a.sub_topic_weights_)
+    fresh = clone(a)
+    assert not hasattr(fresh, "components_")
+    assert fresh.get_params() == a.get_params()
+    state = torch.random.get_rng_state()
+    PAMVI((2, 4), **FAST).fit(X)
+    assert torch.equal(state, torch.random.get_rng_state())
+
+
+def test_recovers_known_sub_topics():
+    """Hungarian matching of the learned sub-topics to the generating ones."""
+    X, phi, _ = make_pam_corpus(
+        n_samples=400, n_features=40, structure=(2, 4), subtopic_prior=0.3,
+        topic_word_prior=0.1, doc_length=100, random_state=1,
+    )
+    model = PAMVI((2, 4), max_iter=40, batch_size=40, hidden_sizes=(32, 32), dropout=0.0,
+                  learning_rate=1e-2, device="cpu", random_state=0).fit(X)
+    tv = 0.5 * np.abs(model.components_[:, None, :] - phi[None]).sum(-1)
+    rows, cols = linear_sum_assignment(tv)
+    matched = tv[rows, cols]
+    # Random pairs of these topics are about 0.8 apart in total variation.
+    off = tv[~np.eye(4, dtype=bool)].mean()
+    assert matched.mean() < 0.35 and matched.mean() < 0.5 * off, (matched, off)
+    top_true = np.argsort(-phi, 1)[:, :5]
+    top_fit = np.argsort(-model.components_, 1)[:, :5]
+    overlap = np.mean([len(set(top_fit[r]) & set(top_true[c])) / 5 for r, c in zip(rows, cols)])
+    assert overlap >= 0.6
+
+
+# --------------------------------------------------------- generative view
+def _brute_force_log_prob(tokens, node_probs, phi):
+    """log p(tokens | node distributions) by enumerating every token's path."""
+    root, sub = node_probs
+    total = 0.0
+    paths = list(itertools.product(range(root.shape[1]), range(sub.shape[1])))
+    for assignment in itertools.product(paths, repeat=len(tokens)):
+        p = 1.0
+        for word, (s, k) in zip(tokens, assignment):
+            p *= root[0, s] * sub[s, k] * phi[k, word]
+        total += p
+    return np.log(total)
+
+
+@pytest.mark.parametrize("spec", [(2, 3), SPARSE])
+def test_generative_view_matches_brute_force(spec):
+    rng = np.random.default_rng(0)
+    V = 3
+    X, _, _ = make_pam_corpus(n_samples=30, n_features=V, structure=spec, random_state=0)
+    model = PAMVI(spec, **FAST).fit(X)
+    view = model._generative_view()
+    structure = view.structure
+    assert view.n_features == V and view.token_mixture() is None
+    h = view.prior.sample_h(4, generator=torch.Generator().manual_seed(0))
+    theta = view.prior.to_theta(h)
+    counts = np.array([[1, 0, 2], [0, 3, 0], [1, 1, 1], [2, 0, 0]], dtype=np.float64)
+    got = view.likelihood.log_prob(torch.as_tensor(counts), theta).numpy()
+    np.testing.assert_allclose(
+        view.likelihood.log_prob_h(torch.as_tensor(counts), h).numpy(), got)
+    nodes = view.likelihood.node_probs(theta)
+    for d in range(4):
+        tokens = np.repeat(np.arange(V), counts[d].astype(int))
+        node_probs = [nodes[0][d].numpy(), nodes[1][d].numpy()]
+        assert np.all(node_probs[1][~structure.masks[1]] == 0)
+        expected = _brute_force_log_prob(tokens, node_probs, model.components_)
+        np.testing.assert_allclose(got[d], expected, rtol=1e-10)
+    # The prior is the product of the nodes' Laplace approximations.
+    means, variances = pam_laplace_prior(structure, model.level_priors_)
+    keep = np.concatenate([m.ravel() for m in structure.masks])
+    mean = np.concatenate([m.ravel() for m in means])[keep]
+    var = np.concatenate([v.ravel() for v in variances])[keep]
+    expected = -0.5 * (((h.numpy() - mean) ** 2) / var + np.log(2 * np.pi * var)).sum(1)
+    np.testing.assert_allclose(view.prior.log_prob_h(h).numpy(), expected)
+    phi, alpha_root, alpha_sub = view.path_mixture()
+    np.testing.assert_allclose(phi, model.components_)
+    assert alpha_root.shape == (2,) and np.all(alpha_sub[~structure.masks[1]] == 0)
+    loc, scale = view.proposal(torch.as_tensor(counts))
+    assert loc.shape == scale.shape == (4, view.prior.latent_dim)
+    assert rng is not None
