@@ -224,7 +224,7 @@ def inference_speed(X, X_test, K, n_iter, train_sweeps, label):
         start, stop = Xt.indptr[d], Xt.indptr[d + 1]
         words = np.repeat(Xt.indices[start:stop], Xt.data[start:stop].astype(np.int64))
         docs.append(tomo.model.make_doc([str(w) for w in words]))
-    seconds = _time(lambda: tomo.model.infer(docs, iter=n_iter, workers=1))
+    seconds = _time(lambda: tomo.model.infer(docs, iterations=n_iter, workers=1))
     rows.append(dict(corpus=label, K=K, system="tomotopy infer", iterations=n_iter,
                      seconds=seconds, Mtok_s=n_tokens * n_iter / seconds / 1e6))
     for r in rows:
@@ -287,9 +287,9 @@ def main(argv=None):
                              threads_list, args.sweeps, args.warmup, args.lda_sweeps,
                              not args.no_sklearn)
 
-    print("== time to perplexity (BBC, K=50)", flush=True)
     checkpoints = [int(c) for c in args.ppl_checkpoints.split(",")]
     if "BBC" in corpora and "ppl" in sections:
+        print("== time to perplexity (BBC, K=50)", flush=True)
         X, X_test = corpora["BBC"]
         systems = [
             ("sktopics parallel", lambda: Ours(X, 50, "parallel", 1)),

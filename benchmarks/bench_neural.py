@@ -40,7 +40,7 @@ def run_neural(name, model, X, X_test):
     model.fit(X)
     seconds = time.perf_counter() - start
     durations = [row["dur"] for row in model.history_]
-    return {
+    row = {
         "model": name,
         "K": model.n_components,
         "epochs": model.n_iter_,
@@ -49,6 +49,16 @@ def run_neural(name, model, X, X_test):
         "elbo_per_token_test": model.score(X_test),
         **quality(model, X_test),
     }
+    if hasattr(model, "topic_readout"):
+        # The same fitted ProdLDA read out the other way (training is unchanged).
+        chosen = model.topic_readout
+        other = "centered" if chosen == "raw" else "raw"
+        model.topic_readout = other
+        alternative = model._topic_word()
+        model.topic_readout = chosen
+        row["readout"] = chosen
+        row["other_readout"] = {"readout": other, **quality(alternative, X_test)}
+    return row
 
 
 def run_sklearn_lda(n_topics, X, X_test, max_iter, seed):
@@ -109,8 +119,15 @@ def main():
             rows.append(run_sklearn_lda(n_topics, X, X_test, args.sklearn_iter, args.seed))
             print(rows[-1], flush=True)
 
-    columns = ["model", "K", "epochs", "fit_s", "s_per_epoch_median", "npmi_eps",
+    columns = ["model", "K", "epochs", "fit_s", "s_per_epoch_median", "readout", "npmi_eps",
                "npmi_zero", "td10", "td25", "elbo_per_token_test"]
+    for row in list(rows):
+        if "other_readout" in row:
+            alt = row["other_readout"]
+            rows.insert(rows.index(row) + 1, {
+                "model": f"  same fit, read out '{alt['readout']}'", "K": row["K"],
+                "readout": alt["readout"], **{k: alt[k] for k in alt if k != "readout"},
+            })
     header = (
         f"Measured on {info['cpu']} ({info['cpu_count']} cores, torch {info['torch']}, "
         f"{info['torch_threads']} threads, GPU: {info['gpu']}); 20news_avitm "

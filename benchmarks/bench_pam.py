@@ -161,8 +161,20 @@ def main(argv=None):
     parser.add_argument("--tomotopy-workers", type=int, default=1)
     parser.add_argument("--learning-rate", type=float, default=None)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--dropout", type=float, default=None)
     parser.add_argument("--out", default=str(RESULTS / "pam"))
+    parser.add_argument("--merge", nargs="+", default=None, metavar="JSON",
+                        help="only merge the results of earlier runs into --out")
     args = parser.parse_args(argv)
+    if args.merge:
+        runs = [json.loads(Path(path).read_text()) for path in args.merge]
+        header = dict(runs[0]["header"], args=[run["header"]["args"] for run in runs])
+        results = [r for run in runs for r in run["results"]]
+        out = Path(args.out)
+        out.with_suffix(".json").write_text(json.dumps(dict(header=header, results=results),
+                                                       indent=1))
+        out.with_suffix(".md").write_text(markdown(header, results))
+        return 0
     torch.set_num_threads(args.threads)
 
     results = []
@@ -184,6 +196,8 @@ def main(argv=None):
             common = dict(batch_size=batch, device="auto", random_state=args.seed)
             if args.learning_rate is not None:
                 common["learning_rate"] = args.learning_rate
+            if args.dropout is not None:
+                common["dropout"] = args.dropout
             target = None
             if "tomotopy" in args.models:
                 res = run_tomotopy(X, X_test, vocab, cfg["k_super"], cfg["k_sub"],

@@ -8,15 +8,18 @@ import argparse
 import sys
 import time
 
-MODELS = ("prodlda", "avitm")
+MODELS = ("prodlda", "prodlda-faithful", "avitm")
 
 
 def _build_model(name, n_topics, epochs, seed):
     from sktopics import AVITM, ProdLDA
 
+    params = dict(n_components=n_topics, max_iter=epochs, device="cpu", random_state=seed)
     if name == "prodlda":
-        return ProdLDA(n_topics, max_iter=epochs, device="cpu", random_state=seed)
-    return AVITM(n_topics, max_iter=epochs, device="cpu", random_state=seed)
+        return ProdLDA.from_preset("diverse", **params)
+    if name == "prodlda-faithful":
+        return ProdLDA(**params)
+    return AVITM(**params)
 
 
 def demo(model_name="prodlda", n_topics=20, epochs=100, seed=0, n_words=8, out=sys.stdout):
@@ -28,7 +31,7 @@ def demo(model_name="prodlda", n_topics=20, epochs=100, seed=0, n_words=8, out=s
     train = load_bbc_news(subset="train")
     test = load_bbc_news(subset="test")
     model = _build_model(model_name, n_topics, epochs, seed)
-    print(f"sktopics demo: {type(model).__name__}, {n_topics} topics, {epochs} epochs on BBC "
+    print(f"sktopics demo: {type(model).__name__} ({model_name}), {n_topics} topics, {epochs} epochs on BBC "
           f"News ({train.data.shape[0]} training / {test.data.shape[0]} held-out documents, "
           f"{train.data.shape[1]} words), device {model.device}", file=out)
     start = time.perf_counter()
@@ -51,7 +54,9 @@ def main(argv=None):
     parser = argparse.ArgumentParser(prog="sktopics", description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
     run = commands.add_parser("demo", help="fit a topic model on the embedded BBC corpus")
-    run.add_argument("--model", choices=MODELS, default="prodlda")
+    run.add_argument("--model", choices=MODELS, default="prodlda",
+                     help="prodlda: ProdLDA's 'diverse' preset (default); prodlda-faithful: "
+                          "the original AVITM code's settings; avitm: LDA by AEVB")
     run.add_argument("--topics", type=int, default=20)
     run.add_argument("--epochs", type=int, default=100)
     run.add_argument("--seed", type=int, default=0)

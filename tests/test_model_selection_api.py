@@ -336,3 +336,14 @@ def test_iteration_ais_accepts_an_estimator_with_snapshots():
     same = iteration_ais([s[1:] for s in est.snapshots_], X[40:], n_start_temperatures=20,
                          n_segment_temperatures=5, n_chains=2, random_state=0)
     np.testing.assert_array_equal(results[-1].per_document, same[-1].per_document)
+
+
+def test_grid_search_with_ratio_ais_scorer_across_numbers_of_topics():
+    X = corpus(60)
+    reference = StandInLDA(2).fit(X)
+    grid = GridSearchCV(StandInLDA(), {"n_components": [1, 2, 3]},
+                        scoring=make_ratio_ais_scorer(reference, n_temperatures=10, n_chains=2),
+                        cv=2).fit(X)
+    scores = grid.cv_results_["mean_test_score"]
+    assert np.all(np.isfinite(scores))
+    assert scores[1] > scores[0]  # two topics beat one, relative to the same reference

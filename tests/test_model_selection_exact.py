@@ -454,3 +454,26 @@ def test_pam_path_ais_unbiased_and_convergent():
     assert_unbiased_in_probability(res.per_document, exact)
     res = ais_log_likelihood(view, doc[None], n_temperatures=200, n_chains=400, random_state=0)
     assert abs(res.per_document[0] - exact) < max(0.03, 6 * res.per_document_stderr[0])
+
+
+def test_document_completion_matches_exact_conditional():
+    from sktopics.model_selection import document_completion_log_likelihood
+    from sktopics.model_selection._ais import _root_key, _expand_tokens
+    from sktopics.model_selection._left_to_right import _shuffle_tokens
+
+    phi, alpha, X = make_problem(13, n_docs=3)
+    res = document_completion_log_likelihood((phi, alpha), X, n_particles=3000, n_filters=2,
+                                             random_state=0)
+    # the exact answer for the same seeded token order: log p(w) - log p(w_seen)
+    import scipy.sparse as sp
+
+    Xc = sp.csr_matrix(X.astype(float))
+    for d in range(X.shape[0]):
+        tokens, mask, lengths = _expand_tokens(Xc, np.array([d]))
+        tok, msk = _shuffle_tokens(torch.as_tensor(tokens), torch.as_tensor(mask), np.array([d]),
+                                   _root_key(0))
+        words = tok[0][msk[0]].numpy()
+        n_seen = int(np.floor(0.5 * len(words)))
+        exact = exact_log_likelihood(phi, alpha, words) - exact_log_likelihood(phi, alpha, words[:n_seen])
+        assert abs(res.per_document[d] - exact) < max(0.03, 6 * res.per_document_stderr[d])
+        assert res.n_tokens[d] == len(words) - n_seen

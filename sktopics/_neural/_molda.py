@@ -42,7 +42,7 @@ class MoLDA(PAMTopicModel):
     logvar_norm : {"batchnorm", "l2", "none"}, default="batchnorm"
         Normalisation of the encoder heads, as in :class:`PAMVI`.
     {shared_parameters}
-    dropout : float, default=0.25
+    dropout : float, default=0.0
         Drop probability after each level MLP's last hidden layer and on the
         topic weights.
 
@@ -103,8 +103,8 @@ class MoLDA(PAMTopicModel):
         logvar_norm="batchnorm",
         hidden_sizes=(100, 100),
         activation="softplus",
-        dropout=0.25,
-        learning_rate=2e-3,
+        dropout=0.0,
+        learning_rate=1e-2,
         adam_betas=(0.99, 0.999),
         batch_size=200,
         max_iter=100,

@@ -49,19 +49,18 @@ class PAMTopicModel(NeuralTopicModel):
     # ----------------------------------------------------------------- fitting
     def _resolve_doc_topic_prior(self):
         structure = self._structure()
-        if hasattr(self, "structure_") and hasattr(self, "net_") and self.warm_start \
-                and structure != self.structure_:
-            raise ValueError(
-                f"warm_start=True cannot change the structure of a fitted "
-                f"{type(self).__name__} ({self.structure_!r} -> {structure!r}); refit with "
-                "warm_start=False."
-            )
         self.structure_ = structure
         self.level_priors_ = self._level_alphas(structure)
         return self.level_priors_[0][0].copy()
 
-    def _fit(self, X, seed, *, warm):
-        super()._fit(X, seed, warm=warm)
+    def _fit(self, X, seed, *, warm, **options):
+        if warm and hasattr(self, "net_") and self._structure() != self.structure_:
+            raise ValueError(
+                f"warm_start / partial_fit cannot change the structure of a fitted "
+                f"{type(self).__name__} ({self.structure_!r} -> {self._structure()!r}); "
+                "refit with warm_start=False."
+            )
+        super()._fit(X, seed, warm=warm, **options)
         self.n_components_ = self.structure_.n_leaf_topics
         self._set_usage_weights(X)
         return self
@@ -344,9 +343,10 @@ class PAMVI(PAMTopicModel):
         collapse: TF-style batch norm on the mean and log sigma^2 heads, the
         paper's batch-free l2 variant on log sigma^2, or nothing.
     {shared_parameters}
-    dropout : float, default=0.25
+    dropout : float, default=0.0
         Drop probability after each level MLP's last hidden layer and on the
-        leaf-topic weights.
+        leaf-topic weights (AVITM's NVLDA uses 0.25; without it PAMVI reached a
+        higher test NPMI in 15 epochs on 20 Newsgroups).
 
     Attributes
     ----------
@@ -421,8 +421,8 @@ class PAMVI(PAMTopicModel):
         logvar_norm="batchnorm",
         hidden_sizes=(100, 100),
         activation="softplus",
-        dropout=0.25,
-        learning_rate=2e-3,
+        dropout=0.0,
+        learning_rate=1e-2,
         adam_betas=(0.99, 0.999),
         batch_size=200,
         max_iter=100,

@@ -44,15 +44,16 @@ class ProdLDA(NeuralTopicModel):
         logits (as Scholar does). Frequent words are then explained by the
         background rather than by every topic, which raises topic diversity.
         Not in the original model.
-    topic_readout : {"centered", "raw"}, default="centered"
+    topic_readout : {"raw", "centered"}, default="raw"
         What ``components_`` (and so :func:`~sktopics.top_words` and coherence)
         reads from the decoder. ProdLDA has no topic-word distributions of its
         own: its logits are ``BN(theta @ beta)``, which, because ``theta`` sums to
         1, is ``sum_k theta_k (beta_k - mean_j beta_j) * s`` plus a term that is
         the same for every document (``s``: the batch norm's frozen scale).
-        ``"centered"`` reads topic ``k``'s own contribution,
-        ``softmax((beta_k - mean_j beta_j) * s)``; ``"raw"`` reads
-        ``softmax(beta_k)``, the original code's read-out of the top words.
+        ``"raw"`` reads ``softmax(beta_k)``, the original code's read-out of the
+        top words; ``"centered"`` reads topic ``k``'s own contribution,
+        ``softmax((beta_k - mean_j beta_j) * s)``, which raises topic diversity
+        but can promote rare words (see the user guide's measurements).
 
     Attributes
     ----------
@@ -113,7 +114,7 @@ class ProdLDA(NeuralTopicModel):
         bn_eps=1e-3,
         bn_statistics="recompute",
         word_background=False,
-        topic_readout="centered",
+        topic_readout="raw",
         clip_grad_norm=None,
         validation_fraction=None,
         n_iter_no_change=10,
@@ -154,7 +155,7 @@ class ProdLDA(NeuralTopicModel):
     #: Named parameter sets; see :meth:`from_preset`.
     PRESETS = {
         "avitm": {},
-        "diverse": {"dropout": 0.2},
+        "diverse": {"dropout": 0.2, "topic_readout": "centered"},
     }
 
     @classmethod
@@ -168,11 +169,11 @@ class ProdLDA(NeuralTopicModel):
         ----------
         name : {"avitm", "diverse"}
             ``"avitm"``: the defaults, faithful to the original code.
-            ``"diverse"``: ``dropout=0.2`` instead of 0.6. Heavy dropout on
-            ``theta`` forces every topic to explain a document on its own, which
-            makes topics near-duplicates; the lighter dropout of the PyTorch
-            ports keeps them distinct (see the benchmark table in the user
-            guide).
+            ``"diverse"``: ``dropout=0.2`` instead of 0.6 and
+            ``topic_readout="centered"``. Heavy dropout on ``theta`` forces
+            every topic to explain a document on its own, which makes topics
+            near-duplicates; the lighter dropout of the PyTorch ports keeps them
+            distinct (see the benchmark table in the user guide).
         **params
             Any constructor parameter, applied on top of the preset.
 

@@ -10,7 +10,7 @@ sequential Monte Carlo form); comparators :func:`ratio_ais` and
 
 from ._ais import ais_log_likelihood, default_score, generative_view
 from ._iteration_ais import iteration_ais
-from ._left_to_right import left_to_right_log_likelihood
+from ._left_to_right import document_completion_log_likelihood, left_to_right_log_likelihood
 from ._ratio_ais import align_topics, ratio_ais
 from ._results import HeldOutLikelihood, ModelComparison
 from ._scorers import (
@@ -26,6 +26,7 @@ __all__ = [
     "ais_log_likelihood",
     "align_topics",
     "default_score",
+    "document_completion_log_likelihood",
     "generative_view",
     "iteration_ais",
     "left_to_right_log_likelihood",

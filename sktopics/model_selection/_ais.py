@@ -375,15 +375,31 @@ class _ZPath:
             return b * torch.log(c + self.alphaA) + (1.0 - b) * torch.log(c + self.alphaB) + self._g(b, j)
         return torch.log(c + self.alpha(b)) + self._g(b, j)
 
-    def cond_probs(self, b, c, j, n):
-        """Unnormalised conditional of token j for the first ``n`` rows, (n, K)."""
-        if self.kind == "convex":
-            return (c + self.alpha(b)) * (b * self.PA[:n, j] + (1.0 - b) * self.PB[:n, j])
-        g = self.LA[:n, j] * b if self.LB is None else b * self.LA[:n, j] + (1.0 - b) * self.LB[:n, j]
+    def cond_probs(self, b, c, j, n, word=None):
+        """Unnormalised conditional of token j for the first ``n`` rows, (n, K).
+
+        ``word``: the word factor of all positions precomputed for this sweep
+        (:meth:`word_factor`), or None to compute position j only.
+        """
+        if word is not None:
+            w = word[:n, j]
+        elif self.kind == "convex":
+            w = b * self.PA[:n, j] + (1.0 - b) * self.PB[:n, j]
+        elif self.LB is None:
+            w = torch.exp(self.LA[:n, j] * b)
+        else:
+            w = torch.exp(b * self.LA[:n, j] + (1.0 - b) * self.LB[:n, j])
         if self.kind == "geometric" and not self.same_alpha:
-            g = g + b * torch.log(c + self.alphaA) + (1.0 - b) * torch.log(c + self.alphaB)
-            return torch.exp(g - g.amax(-1, keepdim=True))
-        return (c + self.alpha(b)) * torch.exp(g)
+            return (c + self.alphaA).pow(b) * (c + self.alphaB).pow(1.0 - b) * w
+        return (c + self.alpha(b)) * w
+
+    def word_factor(self, b):
+        """exp(g_b) at all positions (B, N, K), float64."""
+        if self.kind == "convex":
+            return b * self.PA + (1.0 - b) * self.PB
+        if self.LB is None:
+            return torch.exp(b * self.LA)
+        return torch.exp(b * self.LA + (1.0 - b) * self.LB)
 
     def _gathered(self, z, mask):
         la = torch.gather(self.LA, 2, z.unsqueeze(-1)).squeeze(-1).masked_fill(~mask, 0.0)
@@ -453,6 +469,8 @@ def _sweep_collapsed(path, b, z, c, mask, keys, counters):
     ):
         raise ValueError("rows must be sorted by decreasing length")
     ones = torch.ones(z.shape[0], 1, dtype=c.dtype, device=c.device)
+    # few rows: one vectorised word factor per sweep beats per-position transcendentals
+    word = path.word_factor(b) if z.shape[0] * c.shape[1] <= 4096 else None
     for j in range(n_max):
         n = n_active[j]
         if n == 0:
@@ -460,7 +478,7 @@ def _sweep_collapsed(path, b, z, c, mask, keys, counters):
         cj = c[:n]
         zj = z[:n, j : j + 1]
         cj.scatter_add_(1, zj, -ones[:n])
-        cum = torch.cumsum(path.cond_probs(b, cj, j, n), -1)
+        cum = torch.cumsum(path.cond_probs(b, cj, j, n, word), -1)
         k = torch.searchsorted(cum, u_all[:n, j : j + 1] * cum[:, -1:])
         k.clamp_(max=cum.shape[1] - 1)
         z[:n, j : j + 1] = k
@@ -513,10 +531,14 @@ class _PAMZPath:
         self.path_super = path_super
         self.a_sum = self.onehot.T @ alpha_path  # (S,)
 
-    def cond_probs(self, b, c, j, n):
+    def cond_probs(self, b, c, j, n, word=None):
         ns = c @ self.onehot  # (n, S)
         factor = ((ns + self.alpha_root) / (ns + self.a_sum))[:, self.path_super]
-        return factor * (c + self.alpha_path) * torch.exp(b * self.LA[:n, j])
+        w = word[:n, j] if word is not None else torch.exp(b * self.LA[:n, j])
+        return factor * (c + self.alpha_path) * w
+
+    def word_factor(self, b):
+        return torch.exp(b * self.LA)
 
     def increment(self, b0, b1, z, c, mask):
         la = torch.gather(self.LA, 2, z.unsqueeze(-1)).squeeze(-1).masked_fill(~mask, 0.0)
@@ -735,6 +757,7 @@ def _continuous_ais(view, X, *, n_temperatures, n_chains, schedule, device, root
                     step_size=0.25, n_leapfrog=5, start="proposal", batch_size=256):
     betas = _schedule(schedule, n_temperatures)
     n_docs = X.shape[0]
+    batch_size = max(1, min(batch_size, _MAX_ELEMENTS // max(n_chains * X.shape[1], 1)))
     lengths = np.asarray(X.sum(1)).ravel()
     est = np.zeros(n_docs)
     se = np.zeros(n_docs)
@@ -910,10 +933,20 @@ def ais_log_likelihood(
 
 
 def _importance_sampling(view, X, n_samples, root, device):
-    """log p(w) by importance sampling of theta from the proposal or the prior."""
+    """log p(w) by importance sampling of theta, in batches of documents."""
+    n_docs, n_words = X.shape
+    size = max(1, _MAX_ELEMENTS // max(n_samples * n_words, 1))
+    out = np.zeros(n_docs)
+    for start in range(0, n_docs, size):
+        rows = np.arange(start, min(start + size, n_docs))
+        out[rows] = _importance_sampling_batch(view, X[rows], rows, n_samples, root, device)
+    return out
+
+
+def _importance_sampling_batch(view, X, rows, n_samples, root, device):
     n_docs = X.shape[0]
     x = torch.as_tensor(X.toarray(), dtype=torch.float64, device=device)
-    keys = _row_keys(root, np.arange(n_docs), n_samples, 4, device)
+    keys = _row_keys(root, rows, n_samples, 4, device)
     xr = x.repeat_interleave(n_samples, 0)
     prior = view.prior
     if hasattr(prior, "log_prob_h"):
@@ -983,6 +1016,19 @@ def default_score(view, X_csr):
     device = torch.device("cpu")
     mix = view.token_mixture()
     integer = X.nnz == 0 or np.array_equal(np.rint(X.data), X.data)
+    small = n_tokens * 32 < 2_000_000
+    previous = torch.get_num_threads()
+    if small and previous > 1:
+        # tiny problems: intra-op threads only add synchronisation (scoped, restored)
+        torch.set_num_threads(1)
+    try:
+        return _default_score(view, X, mix, integer, n_tokens, device)
+    finally:
+        if torch.get_num_threads() != previous:
+            torch.set_num_threads(previous)
+
+
+def _default_score(view, X, mix, integer, n_tokens, device):
     if mix is not None and integer:
         from ._left_to_right import _smc_log_likelihood
 

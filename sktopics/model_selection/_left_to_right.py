@@ -29,7 +29,7 @@ from ._ais import (
 )
 from ._results import HeldOutLikelihood
 
-__all__ = ["left_to_right_log_likelihood"]
+__all__ = ["left_to_right_log_likelihood", "document_completion_log_likelihood"]
 
 
 def _shuffle_tokens(tokens, mask, doc_ids, root):
@@ -43,7 +43,7 @@ def _shuffle_tokens(tokens, mask, doc_ids, root):
 
 
 def _smc_batch(phi_t, alpha, tokens, mask, keys, n_particles, n_groups,
-               resample_threshold, rejuvenate):
+               resample_threshold, rejuvenate, n_observed=None):
     """One SMC filter per (document, group); returns log p-hat (n_docs * n_groups,).
 
     Documents are sorted by decreasing length with their tokens first, so the
@@ -71,6 +71,8 @@ def _smc_batch(phi_t, alpha, tokens, mask, keys, n_particles, n_groups,
     u_res = _uniform(filter_keys.view(-1, 1), 1, pos_all)  # (filters, N)
     offsets = torch.arange(n_particles, device=device, dtype=torch.float64).view(1, -1)
     ones = torch.ones(n_rows, 1, dtype=c.dtype, device=device)
+    if n_observed is not None:  # document completion: score positions >= n_observed only
+        observed_f = n_observed.repeat_interleave(n_groups)
     n_resamples = 0
     for n in range(n_max):
         nf = docs_active[n] * n_groups
@@ -85,7 +87,10 @@ def _smc_batch(phi_t, alpha, tokens, mask, keys, n_particles, n_groups,
         log_a = (torch.log(weights.sum(-1)) - math.log(n + a_sum)).view(nf, n_particles)
         norm_w = log_w[:nf] - torch.logsumexp(log_w[:nf], 1, keepdim=True)
         log_z = torch.logsumexp(norm_w + log_a, 1)
-        log_p[:nf] += log_z
+        if n_observed is None:
+            log_p[:nf] += log_z
+        else:
+            log_p[:nf] += torch.where(observed_f[:nf] <= n, log_z, torch.zeros_like(log_z))
         log_w[:nf] = norm_w + log_a - log_z.unsqueeze(1)
         cum = torch.cumsum(weights, -1)
         k = torch.searchsorted(cum, u_draw[:nr, n : n + 1] * cum[:, -1:]).clamp_(max=n_topics - 1)
@@ -126,7 +131,7 @@ def _rejuvenate(phi_t, alpha, tok, z, c, n, keys, step):
 
 
 def _smc_log_likelihood(mix, X, *, n_particles, n_filters, resample_threshold, rejuvenate,
-                        device, root):
+                        device, root, observed_fraction=None):
     phi, alpha = mix
     phi_t = torch.as_tensor(np.asarray(phi), dtype=torch.float64, device=device).T.contiguous()
     phi_t = phi_t.clamp_min(1e-300)
@@ -142,8 +147,12 @@ def _smc_log_likelihood(mix, X, *, n_particles, n_filters, resample_threshold, r
         mask = torch.as_tensor(mask, device=device)
         tokens, mask = _shuffle_tokens(tokens, mask, batch, root)
         keys = _row_keys(root, batch, n_filters * n_particles, 6, device)
+        n_obs = None
+        if observed_fraction is not None:
+            n_obs = torch.as_tensor(np.floor(observed_fraction * lengths[batch]).astype(np.int64),
+                                    device=device)
         log_p, r = _smc_batch(phi_t, alpha_t, tokens, mask, keys, n_particles, n_filters,
-                              float(resample_threshold), rejuvenate)
+                              float(resample_threshold), rejuvenate, n_obs)
         n_res += r
         log_p = log_p.view(len(batch), n_filters)
         e = torch.logsumexp(log_p, 1) - math.log(n_filters)
@@ -241,4 +250,64 @@ def left_to_right_log_likelihood(
             device=str(device), n_resampling_events=n_res,
         ),
         n_token_updates=int(per_doc_cost.sum()),
+    )
+
+
+@validate_params(
+    {
+        "estimator": "no_validation",
+        "X": ["array-like", "sparse matrix"],
+        "observed_fraction": [Interval(numbers.Real, 0, 1, closed="neither")],
+        "n_particles": [Interval(numbers.Integral, 1, None, closed="left")],
+        "n_filters": [Interval(numbers.Integral, 1, None, closed="left")],
+        "device": [None, str, torch.device],
+        "random_state": ["random_state"],
+    },
+    prefer_skip_nested_validation=True,
+)
+def document_completion_log_likelihood(
+    estimator,
+    X,
+    *,
+    observed_fraction=0.5,
+    n_particles=100,
+    n_filters=2,
+    device=None,
+    random_state=None,
+):
+    """Document completion: log p(w_unseen | w_seen, model) per document.
+
+    Each document's tokens are put in a seeded random order; the first
+    ``floor(observed_fraction * N_d)`` are observed and the rest are scored, by the
+    same sequential Monte Carlo filter as :func:`left_to_right_log_likelihood`
+    (the predictive increments summed over the unseen part only). ``n_tokens`` of
+    the result counts the scored tokens, so ``result.perplexity()`` is the
+    document-completion perplexity.
+
+    Returns
+    -------
+    result : HeldOutLikelihood
+    """
+    device = resolve_device(device)
+    estimator, X = _split_pipeline(estimator, X)
+    view = generative_view(estimator)
+    mix = view.token_mixture()
+    if mix is None:
+        raise ValueError("document completion needs a per-token mixture model (token_mixture()).")
+    X = _check_counts(X, view.n_features, integer=True)
+    est, se, _ = _smc_log_likelihood(mix, X, n_particles=n_particles, n_filters=n_filters,
+                                     resample_threshold=0.5, rejuvenate=False, device=device,
+                                     root=_root_key(random_state),
+                                     observed_fraction=observed_fraction)
+    lengths = np.asarray(X.sum(1)).ravel().astype(np.int64)
+    scored = lengths - np.floor(observed_fraction * lengths).astype(np.int64)
+    return HeldOutLikelihood(
+        per_document=est,
+        per_document_stderr=np.where(lengths > 0, se, 0.0),
+        n_tokens=scored.astype(np.float64),
+        method="document-completion-smc",
+        settings=dict(observed_fraction=observed_fraction, n_particles=n_particles,
+                      n_filters=n_filters, device=str(device),
+                      random_state=random_state if isinstance(random_state, numbers.Integral) else None),
+        n_token_updates=int(lengths.sum() * n_particles * n_filters),
     )
