@@ -162,13 +162,17 @@ def main(argv=None):
     parser.add_argument("--learning-rate", type=float, default=None)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--dropout", type=float, default=None)
+    parser.add_argument("--batch-size", type=int, default=None,
+                        help="default: the paper's (200 on 20NG, 50 on NIPS)")
     parser.add_argument("--out", default=str(RESULTS / "pam"))
     parser.add_argument("--merge", nargs="+", default=None, metavar="JSON",
                         help="only merge the results of earlier runs into --out")
+    parser.add_argument("--note", default="", help="a sentence added to the markdown")
     args = parser.parse_args(argv)
     if args.merge:
         runs = [json.loads(Path(path).read_text()) for path in args.merge]
-        header = dict(runs[0]["header"], args=[run["header"]["args"] for run in runs])
+        header = dict(runs[0]["header"], args=[run["header"]["args"] for run in runs],
+                      note=args.note)
         results = [r for run in runs for r in run["results"]]
         out = Path(args.out)
         out.with_suffix(".json").write_text(json.dumps(dict(header=header, results=results),
@@ -189,6 +193,7 @@ def main(argv=None):
     for dataset in args.datasets:
         X, X_test, vocab = load(dataset)
         batch = 200 if dataset == "20ng" else 50  # the paper's batch sizes
+        batch = args.batch_size or batch
         print(f"{dataset}: train {X.shape}, test {X_test.shape}", flush=True)
         for setting in args.settings:
             cfg = SETTINGS[setting]
@@ -242,7 +247,8 @@ def markdown(header, results):
         "NPMI: top 10 words, boolean-document counts over the **test split**; "
         "`eps` = gensim convention (never co-occurring pair ~ -1), `zero` = Lau/Scholar "
         "convention (such pairs score 0). TD: unique fraction of the top-10 words. "
-        "Seconds: `fit` / `train` only, all models in the same process, one after the other.",
+        "Seconds: `fit` / `train` only; the models of one run are trained in the same "
+        "process, one after the other. " + header.get("note", ""),
         "",
         "| data | setting | model | NPMI eps | NPMI zero | TD | fit s | epochs/iters | s to tomotopy NPMI | paper |",
         "|---|---|---|---:|---:|---:|---:|---:|---:|---|",

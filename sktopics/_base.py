@@ -194,9 +194,16 @@ class BaseTopicModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEsti
     def _transform(self, X):
         """Document-topic proportions of validated CSR counts."""
 
-    @abstractmethod
     def _score_per_token(self, X):
-        """Per-token log-likelihood estimate of validated CSR counts."""
+        """Per-token held-out log-likelihood estimate of validated CSR counts.
+
+        The cheap, deterministic default of :mod:`sktopics.model_selection`:
+        left-to-right sequential Monte Carlo for mixture models, importance
+        sampling from the amortised posterior otherwise.
+        """
+        from .model_selection._ais import default_score
+
+        return default_score(self._generative_view(), X)
 
     @abstractmethod
     def _generative_view(self):

@@ -165,7 +165,7 @@ def test_sequential_algorithm_end_to_end():
 def test_auto_algorithm():
     X, _, _ = make_lda_corpus(n_samples=20, n_features=30, n_components=3, random_state=0)
     assert LDAGibbs(n_components=3, max_iter=2, **FAST).fit(X).algorithm_ == "parallel"
-    assert LDAGibbs(n_components=300, max_iter=2, **FAST).fit(X).algorithm_ == "mh"
+    assert LDAGibbs(n_components=600, max_iter=2, **FAST).fit(X).algorithm_ == "mh"
 
 
 def test_default_priors():

@@ -477,3 +477,14 @@ def test_document_completion_matches_exact_conditional():
         exact = exact_log_likelihood(phi, alpha, words) - exact_log_likelihood(phi, alpha, words[:n_seen])
         assert abs(res.per_document[d] - exact) < max(0.03, 6 * res.per_document_stderr[d])
         assert res.n_tokens[d] == len(words) - n_seen
+
+
+def test_iteration_ais_with_resampling_stays_unbiased():
+    snaps = [(PHI_B, ALPHA_B), (0.5 * (PHI + PHI_B), 0.5 * (ALPHA + ALPHA_B)), (PHI, ALPHA)]
+    words = words_of(DOC)
+    results = iteration_ais(snaps, repeated(n=600), n_start_temperatures=3,
+                            n_segment_temperatures=2, n_chains=4, resample_threshold=1.0,
+                            random_state=0)
+    assert results[-1].settings["n_resampling_events"] > 0
+    for (phi, alpha), res in zip(snaps, results):
+        assert_unbiased_in_probability(res.per_document, exact_log_likelihood(phi, alpha, words))

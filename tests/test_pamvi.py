@@ -215,9 +215,13 @@ def test_warm_start_and_structure_change(corpus):
     model = PAMVI((2, 4), warm_start=True, **FAST).fit(X)
     model.fit(X)
     assert model.n_iter_ == 6
+    model.partial_fit(X)
+    assert model.n_iter_ == 7  # partial_fit runs one epoch
     model.set_params(structure=(3, 4))
     with pytest.raises(ValueError, match="warm_start"):
         model.fit(X)
+    with pytest.raises(ValueError, match="partial_fit"):
+        model.partial_fit(X)
 
 
 def test_reproducible_pickle_clone(corpus):
@@ -272,7 +276,6 @@ def _brute_force_log_prob(tokens, node_probs, phi):
 
 @pytest.mark.parametrize("spec", [(2, 3), SPARSE])
 def test_generative_view_matches_brute_force(spec):
-    rng = np.random.default_rng(0)
     V = 3
     X, _, _ = make_pam_corpus(n_samples=30, n_features=V, structure=spec, random_state=0)
     model = PAMVI(spec, **FAST).fit(X)
@@ -304,4 +307,3 @@ def test_generative_view_matches_brute_force(spec):
     assert alpha_root.shape == (2,) and np.all(alpha_sub[~structure.masks[1]] == 0)
     loc, scale = view.proposal(torch.as_tensor(counts))
     assert loc.shape == scale.shape == (4, view.prior.latent_dim)
-    assert rng is not None

@@ -14,7 +14,7 @@ is fitted on the same data for comparison.
 import matplotlib.pyplot as plt
 import numpy as np
 
-from sktopics import PAMVI, MoLDA, top_words
+from sktopics import PAMVI, MoLDA
 from sktopics.datasets import load_bbc_news
 from sktopics.metrics import npmi_coherence, topic_diversity
 
@@ -25,7 +25,7 @@ print(f"{train.data.shape[0]} training documents, {train.data.shape[1]} words")
 
 # %%
 # 4-PAM with 3 super-topics and 12 sub-topics. ``device="auto"`` would use a GPU.
-pam = PAMVI(structure=(3, 12), max_iter=50, random_state=0,
+pam = PAMVI(structure=(3, 12), max_iter=30, random_state=0,
             device="cpu")
 pam.fit(train.data)
 print(f"NPMI (test reference, zero convention): "
@@ -84,7 +84,7 @@ fig.tight_layout()
 
 # %%
 # MoLDA(3:12): a coarse 3-topic LDA and a fine 12-topic LDA mixed word by word.
-molda = MoLDA(components=(3, 12), max_iter=50, random_state=0,
+molda = MoLDA(components=(3, 12), max_iter=20, random_state=0,
               device="cpu").fit(train.data)
 for name, topics in zip(("coarse", "fine"), molda.components_per_model_):
     npmi = npmi_coherence(topics, test.data, zero_cooccurrence="zero").mean

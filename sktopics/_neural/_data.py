@@ -5,9 +5,7 @@ import torch
 
 from ..utils._torch import csr_to_dense_tensor
 
-__all__ = ["CSRDataset", "CSRBatchIterator", "BATCH_SAMPLING"]
-
-BATCH_SAMPLING = ("with_replacement", "shuffle", "sequential")
+__all__ = ["CSRDataset", "CSRBatchIterator"]
 
 
 class CSRDataset(torch.utils.data.Dataset):

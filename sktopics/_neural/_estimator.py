@@ -12,9 +12,9 @@ from .._base import BaseTopicModel
 from .._generative import GenerativeView, LogisticNormalPrior, laplace_logistic_normal
 from ..utils._sklearn_compat import Interval, StrOptions
 from ..utils._torch import make_generator, rng_scope
-from ._data import BATCH_SAMPLING, CSRBatchIterator, CSRDataset
+from ._data import CSRBatchIterator, CSRDataset
 from ._modules import ACTIVATIONS, InferenceNetwork, TFBatchNorm, TopicVAE
-from ._net import EpochMonitor, TopicNet, module_negative_elbo
+from ._net import EpochMonitor, TopicNet
 
 __all__ = ["NeuralTopicModel"]
 
@@ -218,19 +218,6 @@ class NeuralTopicModel(BaseTopicModel):
         doc_topic[empty] = self.doc_topic_prior_ / self.doc_topic_prior_.sum()
         return doc_topic / doc_topic.sum(axis=1, keepdims=True)
 
-    def _score_per_token(self, X):
-        """ELBO per token: a stochastic lower bound on log p(X) / n_tokens."""
-        X = X.astype(np.float32)
-        X = X[np.flatnonzero(np.asarray(X.sum(axis=1)).ravel() > 0)]
-        module = self._module()
-        generator = make_generator(0, self._device())
-        total = 0.0
-        with torch.no_grad():
-            for batch in self._batches(X):
-                y_pred = _to_double(module(batch, generator=generator))
-                total += float(module_negative_elbo(module, batch.double(), y_pred).sum())
-        return -total / float(X.sum())
-
     def _generative_view(self):
         from sklearn.utils.validation import check_is_fitted
 
@@ -282,10 +269,3 @@ def _set_frozen_batch_norm(module, frozen):
     for norm in module.modules():
         if isinstance(norm, TFBatchNorm):
             norm.use_running_stats = frozen
-
-
-def _to_double(value):
-    """float64 copies of a (nested tuple of) tensor(s), for accurate sums."""
-    if isinstance(value, (tuple, list)):
-        return type(value)(_to_double(v) for v in value)
-    return value.double()

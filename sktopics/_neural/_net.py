@@ -8,7 +8,6 @@ these as ``net_`` (composition), which keeps skorch's parameters out of
 import math
 import time
 
-import torch
 from skorch import NeuralNet
 from skorch.callbacks import Callback
 

@@ -1016,16 +1016,7 @@ def default_score(view, X_csr):
     device = torch.device("cpu")
     mix = view.token_mixture()
     integer = X.nnz == 0 or np.array_equal(np.rint(X.data), X.data)
-    small = n_tokens * 32 < 2_000_000
-    previous = torch.get_num_threads()
-    if small and previous > 1:
-        # tiny problems: intra-op threads only add synchronisation (scoped, restored)
-        torch.set_num_threads(1)
-    try:
-        return _default_score(view, X, mix, integer, n_tokens, device)
-    finally:
-        if torch.get_num_threads() != previous:
-            torch.set_num_threads(previous)
+    return _default_score(view, X, mix, integer, n_tokens, device)
 
 
 def _default_score(view, X, mix, integer, n_tokens, device):

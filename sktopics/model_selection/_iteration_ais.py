@@ -7,6 +7,7 @@ prefix is a complete AIS run, so the running estimate after segment t is an
 so the later segments are cheap: a warm start.
 """
 
+import math
 import numbers
 
 import numpy as np
@@ -29,7 +30,34 @@ from ._ais import (
     _schedule,
     generative_view,
 )
+from ._ais import _uniform
 from ._results import HeldOutLikelihood
+
+
+def _resample(logw, z, c, n_chains, threshold, keys, stage):
+    """Systematic resampling of each document's chains where ESS < threshold * M.
+
+    Weights of resampled documents are all set to their log-mean weight, so the
+    running estimate is unchanged and stays unbiased (an SMC sampler).
+    """
+    n_docs = logw.shape[0] // n_chains
+    lw = logw.view(n_docs, n_chains)
+    w = torch.exp(lw - lw.amax(1, keepdim=True))
+    ess = w.sum(1) ** 2 / (w * w).sum(1)
+    need = ess < threshold * n_chains
+    if not bool(need.any()):
+        return logw, z, c, 0
+    cum = torch.cumsum(w / w.sum(1, keepdim=True), 1)
+    cum[:, -1] = 1.0
+    u0 = _uniform(keys.view(n_docs, n_chains)[:, :1], 77, stage)  # (D, 1)
+    points = (u0 + torch.arange(n_chains, device=z.device, dtype=torch.float64).view(1, -1)) / n_chains
+    anc = torch.searchsorted(cum, points.contiguous()).clamp_max(n_chains - 1)
+    ident = torch.arange(n_chains, device=z.device).expand(n_docs, -1)
+    anc = torch.where(need.unsqueeze(1), anc, ident)
+    flat = (anc + torch.arange(n_docs, device=z.device).view(-1, 1) * n_chains).view(-1)
+    mean_lw = torch.logsumexp(lw, 1, keepdim=True) - math.log(n_chains)
+    lw = torch.where(need.unsqueeze(1), mean_lw.expand_as(lw), lw)
+    return lw.reshape(-1), z[flat], c[flat], int(need.sum())
 
 __all__ = ["iteration_ais"]
 
@@ -54,6 +82,7 @@ def _snapshot_mixture(snapshot):
         "path": [StrOptions({"geometric", "convex", "hybrid"})],
         "schedule": [StrOptions({"sigmoid", "linear", "geometric", "power"})],
         "kernel": [StrOptions({"auto", "collapsed", "blocked"})],
+        "resample_threshold": [Interval(numbers.Real, 0, 1, closed="both")],
         "device": [None, str, torch.device],
         "random_state": ["random_state"],
     },
@@ -69,6 +98,7 @@ def iteration_ais(
     path="convex",
     schedule="linear",
     kernel="auto",
+    resample_threshold=0.5,
     device=None,
     random_state=None,
 ):
@@ -92,6 +122,11 @@ def iteration_ais(
     path : {"convex", "geometric", "hybrid"}, default="convex"
         Ratio path between consecutive snapshots.
     schedule : str, default="linear"
+    resample_threshold : float, default=0.5
+        Between segments, a document's chains are resampled (systematically) when
+        their effective sample size falls below ``resample_threshold *
+        n_chains``; 0 never resamples. Resampling keeps every estimate unbiased
+        in probability (an SMC sampler) and fights weight degeneracy on long runs.
     kernel, device, random_state :
         As in :func:`ais_log_likelihood`.
 
@@ -123,6 +158,7 @@ def iteration_ais(
     se = np.zeros((n_snap, n_docs))
     ess_min = np.full(n_snap, np.inf)
     alphas = [torch.as_tensor(m[1], dtype=torch.float64, device=device) for m in mixes]
+    n_resampled = 0
     min_fill = 0.5 if kernel == "blocked" else 0.0
     for batch in _batches(lengths.astype(np.int64), n_chains, n_topics, min_fill=min_fill):
         tokens, mask, _ = _expand_tokens(X, batch)
@@ -133,6 +169,9 @@ def iteration_ais(
         z, c = _draw_prior(alphas[0], mask_r, keys, (0,), n_topics)
         logw = _anneal(_ZPath("geometric", L_prev, alphas[0]), b0, z, c, mask_r, keys, kernel, stage=1)
         for t in range(n_snap):
+            if t > 0 and resample_threshold > 0 and n_chains > 1:
+                logw, z, c, n_res = _resample(logw, z, c, n_chains, resample_threshold, keys, t)
+                n_resampled += n_res
             if t > 0:
                 L_t = _log_phi_rows(mixes[t][0], tokens, n_chains, device)
                 seg = _ZPath(path, L_t, alphas[t], L_prev, alphas[t - 1])
@@ -154,6 +193,8 @@ def iteration_ais(
             settings=dict(snapshot=t, n_start_temperatures=n_start_temperatures,
                           n_segment_temperatures=n_segment_temperatures, n_chains=n_chains,
                           path=path, schedule=schedule, kernel=kernel,
+                          resample_threshold=resample_threshold,
+                          n_resampling_events=n_resampled,
                           random_state=random_state if isinstance(random_state, numbers.Integral) else None),
             n_token_updates=int(n_tok * n_chains * temps),
             min_ess=float(ess_min[t]),
