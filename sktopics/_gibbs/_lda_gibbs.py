@@ -10,7 +10,6 @@ from .._base import BaseTopicModel
 from .._generative import DirichletPrior, GenerativeView, MixtureLikelihood
 from ..utils._sklearn_compat import Interval, StrOptions
 from ..utils._torch import make_generator
-from ._evaluate import document_completion
 from ._hyper import optimize_alpha, optimize_beta
 from ._random import counter_uniform, stream_key
 from ._state import GibbsCorpus, GibbsState, default_chunk
@@ -179,12 +178,15 @@ class LDAGibbs(BaseTopicModel):
     ``transform_max_iter`` iterations. Documents without tokens get the prior
     mean ``alpha / sum(alpha)``. The result is deterministic for a fitted model.
 
-    ``score`` is the **document-completion** held-out log-likelihood per token:
-    each document's tokens are split at random (fixed seed) into two halves,
-    ``theta`` is estimated on the first half by 100 EM iterations with the
-    topics and ``doc_topic_prior_`` fixed, and the score is the mean of
-    ``log sum_k theta_dk phi_kw`` over the second-half tokens. It will switch to
-    the AIS estimator of :mod:`sktopics.model_selection` when that lands.
+    ``score`` estimates the held-out log-likelihood per token,
+    ``sum_d log p(w_d | components_, doc_topic_prior_) / n_tokens``, with the
+    left-to-right sequential Monte Carlo estimator of
+    :mod:`sktopics.model_selection` (32 particles, fixed seed; see
+    :func:`~sktopics.model_selection.default_score`). For more precise or
+    cheaper estimates, and for document completion, use
+    :func:`~sktopics.model_selection.ais_log_likelihood`,
+    :func:`~sktopics.model_selection.left_to_right_log_likelihood` or
+    :func:`~sktopics.model_selection.document_completion_log_likelihood`.
 
     References
     ----------
@@ -438,16 +440,6 @@ class LDAGibbs(BaseTopicModel):
         theta = infer_doc_topic(corpus, word_topic, alpha, n_iter, n_iter // 2, seed,
                                 default_chunk(self.n_components, device=device), generator)
         return theta.cpu().numpy()
-
-    def _score_per_token(self, X):
-        ll, n = document_completion(X, self.components_, self.doc_topic_prior_,
-                                    n_iter=100, seed=0)
-        if n == 0:
-            raise ValueError(
-                "score needs at least one held-out token: every document of X has a "
-                "single token, so document completion has nothing to predict."
-            )
-        return ll / n
 
     def _generative_view(self):
         return GenerativeView(

@@ -305,7 +305,6 @@ def log_joint(state, alpha, beta, rows=1 << 16):
     device = state.n_dk.device
     alpha = _float_tensor(alpha, device, torch.float64)
     alpha_sum = alpha.sum()
-    K = state.n_components
     V = state.corpus.n_features
     total = torch.zeros((), dtype=torch.float64, device=device)
     lg_alpha = torch.lgamma(alpha)

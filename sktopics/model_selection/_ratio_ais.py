@@ -74,7 +74,7 @@ def embed_smaller_model(phi_small, alpha_small, phi_large):
     """
     phi_small = np.asarray(phi_small, float)
     alpha_small = np.asarray(alpha_small, float)
-    k_small, k_large = phi_small.shape[0], phi_large.shape[0]
+    k_large = phi_large.shape[0]
     sl, ss = np.sqrt(phi_large), np.sqrt(phi_small)
     cost = np.sqrt(np.maximum(0.5 * ((sl[:, None, :] - ss[None, :, :]) ** 2).sum(-1), 0.0))
     rows, cols = linear_sum_assignment(cost)  # rows: large topics, cols: small topics
