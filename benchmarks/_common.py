@@ -53,11 +53,29 @@ def machine():
 
 
 def write_results(name, payload, table_markdown):
-    """Write ``results/<name>.json`` and ``results/<name>.md``."""
+    """Write ``results/<name>.json``, ``results/<name>.md`` and, for the docs, ``.rst``."""
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / f"{name}.json").write_text(json.dumps(payload, indent=2, default=str) + "\n")
     (RESULTS / f"{name}.md").write_text(table_markdown)
+    (RESULTS / f"{name}.rst").write_text(markdown_to_rst(table_markdown))
     print(table_markdown)
+
+
+def markdown_to_rst(text):
+    """Turn the header line(s) and one markdown table into reStructuredText."""
+    out, table = [], []
+    for line in text.splitlines():
+        if line.startswith("|"):
+            if not set(line) <= set("|-: "):
+                table.append([cell.strip() for cell in line.strip("|").split("|")])
+        elif line.strip():
+            out.append(line)
+    if table:
+        out += ["", ".. list-table::", "   :header-rows: 1", ""]
+        for row in table:
+            out.append("   * - " + (row[0] or ".."))
+            out += ["     - " + (cell or "..") for cell in row[1:]]
+    return "\n".join(out) + "\n"
 
 
 def markdown_table(rows, columns):

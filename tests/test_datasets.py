@@ -76,6 +76,7 @@ def test_public_api():
             "load_nyt",
             "load_octis",
             "make_lda_corpus",
+            "make_pam_corpus",
         ]
     )
     for name in ds.__all__:

@@ -22,6 +22,9 @@ MATHS_MODULES = [
     "_generative.py",
     "_neural/_modules.py",
     "_neural/_losses.py",
+    "_neural/_pam_modules.py",
+    "_generative_pam.py",
+    "pam.py",
 ]
 
 

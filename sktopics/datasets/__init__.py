@@ -3,7 +3,8 @@
 * :func:`load_bbc_news` -- BBC News (OCTIS preprocessing), shipped with the package.
 * ``load_*`` local loaders -- corpora read from a folder you provide
   (``data_home`` or the ``SKTOPICS_DATA`` environment variable).
-* :func:`make_lda_corpus` -- counts sampled from LDA with known parameters.
+* :func:`make_lda_corpus`, :func:`make_pam_corpus` -- counts sampled from LDA or PAM
+  with known parameters.
 
 Nothing in this subpackage downloads data.
 """
@@ -18,6 +19,7 @@ from ._local import (
     load_nyt,
     load_octis,
 )
+from ._pam_synthetic import make_pam_corpus
 from ._synthetic import make_lda_corpus
 
 __all__ = [
@@ -30,8 +32,5 @@ __all__ = [
     "load_nyt",
     "load_octis",
     "make_lda_corpus",
+    "make_pam_corpus",
 ]
-
-from ._pam_synthetic import make_pam_corpus  # noqa: E402
-
-__all__ += ["make_pam_corpus"]
