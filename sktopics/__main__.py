@@ -8,6 +8,8 @@ import argparse
 import sys
 import time
 
+import numpy as np
+
 MODELS = ("prodlda", "prodlda-faithful", "avitm")
 
 
@@ -42,8 +44,8 @@ def demo(model_name="prodlda", n_topics=20, epochs=100, seed=0, n_words=8, out=s
         print(f"topic {k:2d}: {' '.join(words)}", file=out)
     score = model.score(test.data)
     npmi = npmi_coherence(model, test.data, top_n=10, zero_cooccurrence="zero")
-    print(f"\nheld-out score (ELBO per token, a lower bound): {score:.4f} "
-          f"(perplexity bound {model.perplexity(test.data):.1f})", file=out)
+    print(f"\nheld-out log-likelihood per token (score): {score:.4f} "
+          f"(perplexity {np.exp(-score):.1f})", file=out)
     print(f"NPMI coherence (held-out documents as reference, top 10 words, "
           f"boolean documents, zero convention): {npmi.mean:.3f}", file=out)
     print(f"topic diversity (top 25 words): {topic_diversity(model, 25):.3f}", file=out)

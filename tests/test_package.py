@@ -101,7 +101,7 @@ def test_demo_runs_offline_and_reports():
     model = demo("prodlda", n_topics=5, epochs=2, seed=0, out=out)
     text = out.getvalue()
     assert text.count("topic ") >= 5
-    assert "held-out score" in text and "NPMI" in text and "diversity" in text
+    assert "held-out log-likelihood" in text and "NPMI" in text and "diversity" in text
     assert model.n_iter_ == 2
 
 

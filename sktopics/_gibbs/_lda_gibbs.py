@@ -146,7 +146,7 @@ class LDAGibbs(BaseTopicModel):
         set.
     n_features_in_ : int
         Number of features seen during fit.
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
         Names of features seen during fit, when ``X`` has string column names.
     device_ : torch.device
         Device the chain ran on.

@@ -52,8 +52,10 @@ class AVITM(NeuralTopicModel):
     {count_policy}
     ``components_`` is ``softmax(BN(beta))``, the model's actual topic-word
     distributions (batch norm across topics for each word, using ``beta``'s own
-    statistics). ``score`` is the ELBO per token, a lower bound on the held-out
-    log-likelihood of the token sequence.
+    statistics). ``score`` estimates the held-out log-likelihood
+    per token of the token sequence by importance sampling from an even mixture
+    of the encoder's posterior and the prior (64 draws, fixed seed; see
+    :func:`~sktopics.model_selection.default_score`).
 
     References
     ----------

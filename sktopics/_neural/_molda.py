@@ -66,7 +66,8 @@ class MoLDA(PAMTopicModel):
     topics, ``theta_r[m] * theta_m[k]`` with the node distributions at their
     posterior means; :meth:`transform_components` the per-component ``theta_m``
     and :meth:`transform_root` the component weights ``theta_r``. There is no
-    ``predict``: MoLDA is a transformer. ``score`` is the ELBO per token.
+    ``predict``: MoLDA is a transformer. ``score`` estimates the held-out log-likelihood per token
+    (:func:`~sktopics.model_selection.default_score`).
 
     References
     ----------

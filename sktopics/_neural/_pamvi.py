@@ -265,7 +265,7 @@ class PAMEncoderProposal:
 
 
 _PAM_FITTED_ATTRIBUTES = """
-components_ : ndarray of shape (n_components_, n_features)
+components_ : ndarray of shape (`n_components_`, n_features)
     Leaf (sub-)topic word distributions, rows sum to 1.
 n_components_ : int
     Number of leaf topics (``levels[-1]``), the width of :meth:`transform`.
@@ -294,7 +294,7 @@ device_ : torch.device
     The device the model was trained on.
 n_features_in_ : int
     Number of words seen during fit.
-feature_names_in_ : ndarray of shape (n_features_in_,)
+feature_names_in_ : ndarray of shape (`n_features_in_`,)
     Names of the words seen during fit, when ``X`` had string column names.
 """
 
@@ -387,8 +387,9 @@ class PAMVI(PAMTopicModel):
     tokens routed through ``s`` that continue to ``c``, the variational analogue
     of tomotopy's count-based ``get_sub_topic_dist``.
 
-    ``score`` is the ELBO per token, a lower bound on the held-out per-token
-    log-likelihood. The generative view exposes the paths-summed-out likelihood
+    ``score`` estimates the held-out log-likelihood per token by importance
+    sampling from the encoder and the prior
+    (:func:`~sktopics.model_selection.default_score`). The generative view exposes the paths-summed-out likelihood
     and ``path_mixture()`` for :mod:`sktopics.model_selection`.
 
     References

@@ -61,9 +61,11 @@ class ProdLDA(NeuralTopicModel):
     -----
     {count_policy}
     ``transform`` returns ``softmax(mu(x))``, the softmax of the posterior mean of
-    the logistic-normal latent. ``score`` is the evidence lower bound (ELBO) per
-    token, a stochastic lower bound on the held-out log-likelihood of the token
-    sequence, computed with a fixed internal seed so repeated calls agree.
+    the logistic-normal latent. ``score`` estimates the held-out log-likelihood
+    per token of the token sequence by importance sampling with 64 draws from
+    an even mixture of the encoder's posterior and the prior (fixed seed, so
+    repeated calls agree; see :func:`~sktopics.model_selection.default_score`);
+    :func:`~sktopics.model_selection.ais_log_likelihood` gives tighter estimates.
 
     References
     ----------
