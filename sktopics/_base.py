@@ -113,8 +113,7 @@ class BaseTopicModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEsti
         doc_topic : ndarray of shape (n_samples, n_components)
             Rows sum to 1. Documents without tokens get the prior mean.
         """
-        check_is_fitted(self, "components_")
-        X = check_count_matrix(self, X, reset=False, integer_counts=self._integer_counts)
+        X = self._check_X(X)
         doc_topic = np.asarray(self._transform(X), dtype=np.float64)
         return doc_topic.astype(X.dtype, copy=False)
 
@@ -137,8 +136,7 @@ class BaseTopicModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEsti
         score : float
             Estimate of ``log p(X) / n_tokens`` in nats per token.
         """
-        check_is_fitted(self, "components_")
-        X = check_count_matrix(self, X, reset=False, integer_counts=self._integer_counts)
+        X = self._check_X(X)
         if X.sum() <= 0:
             raise ValueError(
                 "score needs at least one token: every document of X is empty."
@@ -158,6 +156,11 @@ class BaseTopicModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEsti
         perplexity : float
         """
         return float(np.exp(-self.score(X)))
+
+    def _check_X(self, X):
+        """Validate counts for inference on a fitted model (features must match)."""
+        check_is_fitted(self, "components_")
+        return check_count_matrix(self, X, reset=False, integer_counts=self._integer_counts)
 
     # ------------------------------------------------------- scikit-learn glue
     @property

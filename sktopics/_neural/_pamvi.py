@@ -188,12 +188,6 @@ class PAMTopicModel(NeuralTopicModel):
     def _transform(self, X):
         return self._levels(X)[1][-1]
 
-    def _check_X(self, X):
-        from ..utils._validation import check_count_matrix
-
-        check_is_fitted(self, "components_")
-        return check_count_matrix(self, X, reset=False, integer_counts=self._integer_counts)
-
     def transform_levels(self, X):
         """Proportions of every level of the DAG, from the first level to the leaves.
 
