@@ -1,8 +1,10 @@
 """sktopics: topic models for scikit-learn, with torch doing the heavy lifting.
 
-Estimators: :class:`AVITM`, :class:`ProdLDA` (autoencoding variational inference),
-with :func:`top_words`. Submodules :mod:`sktopics.metrics`,
-:mod:`sktopics.datasets` and :mod:`sktopics.model_selection` load on first use.
+Estimators: :class:`LDAGibbs` (collapsed Gibbs), :class:`AVITM`, :class:`ProdLDA`
+(autoencoding variational inference), :class:`PAMVI` and :class:`MoLDA` (amortised
+inference for Pachinko allocation), with :func:`top_words`. Submodules
+:mod:`sktopics.metrics`, :mod:`sktopics.datasets`, :mod:`sktopics.model_selection` and
+:mod:`sktopics.pam` load on first use.
 """
 
 import importlib
@@ -18,7 +20,9 @@ __version__ = "0.1.0"
 
 _SUBMODULES = ("datasets", "metrics", "model_selection", "pam", "utils")
 
-__all__ = ["AVITM", "LDAGibbs", "MoLDA", "PAMVI", "ProdLDA", "top_words", "__version__", *_SUBMODULES]
+__all__ = [
+    "AVITM", "LDAGibbs", "MoLDA", "PAMVI", "ProdLDA", "top_words", "__version__", *_SUBMODULES
+]
 
 
 def __getattr__(name):
