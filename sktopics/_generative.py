@@ -82,6 +82,24 @@ def multinomial_log_coefficient(x):
     return torch.lgamma(n_tokens + 1) - torch.lgamma(x + 1).sum(-1)
 
 
+def sequence_log_likelihood(x, log_p, include_coefficient=False):
+    """``sum_w x_w log p_w`` per document, optionally with the multinomial coefficient."""
+    value = (x * log_p).sum(-1)
+    return value + multinomial_log_coefficient(x) if include_coefficient else value
+
+
+def diagonal_gaussian_log_prob(h, mean, var):
+    """log N(h; mean, diag(var)) summed over the last axis."""
+    return -0.5 * (((h - mean) ** 2) / var + torch.log(2 * torch.pi * var)).sum(-1)
+
+
+def diagonal_gaussian_sample(mean, var, n, generator=None):
+    """``n`` draws of N(mean, diag(var)) with an explicit generator."""
+    noise = torch.randn((n, mean.shape[0]), generator=generator, device=mean.device,
+                        dtype=mean.dtype)
+    return mean + torch.sqrt(var) * noise
+
+
 @dataclass(frozen=True)
 class DirichletPrior:
     """theta ~ Dirichlet(alpha) over ``K`` topics."""
@@ -113,13 +131,12 @@ class LogisticNormalPrior:
     def log_prob_h(self, h):
         mean = torch.as_tensor(self.mean, dtype=h.dtype, device=h.device)
         var = torch.as_tensor(self.var, dtype=h.dtype, device=h.device)
-        return -0.5 * (((h - mean) ** 2) / var + torch.log(2 * torch.pi * var)).sum(-1)
+        return diagonal_gaussian_log_prob(h, mean, var)
 
     def sample_h(self, n, generator=None, device="cpu", dtype=torch.float64):
         mean = torch.as_tensor(self.mean, dtype=dtype, device=device)
-        std = torch.as_tensor(np.sqrt(self.var), dtype=dtype, device=device)
-        noise = torch.randn((n, mean.shape[0]), generator=generator, device=device, dtype=dtype)
-        return mean + std * noise
+        var = torch.as_tensor(self.var, dtype=dtype, device=device)
+        return diagonal_gaussian_sample(mean, var, n, generator)
 
 
 @dataclass(frozen=True)
@@ -135,8 +152,7 @@ class MixtureLikelihood:
     def log_prob(self, x, theta, include_coefficient=False):
         """log p(x | theta) for counts ``x`` (..., V) and proportions ``theta`` (..., K)."""
         log_p = torch.log(self.word_probabilities(theta).clamp_min(1e-300))
-        value = (x * log_p).sum(-1)
-        return value + multinomial_log_coefficient(x) if include_coefficient else value
+        return sequence_log_likelihood(x, log_p, include_coefficient)
 
 
 @dataclass(frozen=True)
@@ -165,8 +181,7 @@ class ProductOfExpertsLikelihood:
 
     def log_prob(self, x, theta, include_coefficient=False):
         log_p = torch.log_softmax(self.logits(theta), dim=-1)
-        value = (x * log_p).sum(-1)
-        return value + multinomial_log_coefficient(x) if include_coefficient else value
+        return sequence_log_likelihood(x, log_p, include_coefficient)
 
 
 @dataclass(frozen=True)

@@ -33,7 +33,12 @@ from typing import Callable, Optional
 import numpy as np
 import torch
 
-from ._generative import laplace_logistic_normal, multinomial_log_coefficient
+from ._generative import (
+    diagonal_gaussian_log_prob,
+    diagonal_gaussian_sample,
+    laplace_logistic_normal,
+    sequence_log_likelihood,
+)
 from .pam import PAMStructure
 
 __all__ = [
@@ -200,13 +205,12 @@ class PAMLogisticNormalPrior:
     def log_prob_h(self, h):
         mean = self._flat(self.means, h.dtype, h.device)
         var = self._flat(self.variances, h.dtype, h.device)
-        return -0.5 * (((h - mean) ** 2) / var + torch.log(2 * torch.pi * var)).sum(-1)
+        return diagonal_gaussian_log_prob(h, mean, var)
 
     def sample_h(self, n, generator=None, device="cpu", dtype=torch.float64):
         mean = self._flat(self.means, dtype, device)
-        std = torch.sqrt(self._flat(self.variances, dtype, device))
-        noise = torch.randn((n, mean.shape[0]), generator=generator, device=device, dtype=dtype)
-        return mean + std * noise
+        var = self._flat(self.variances, dtype, device)
+        return diagonal_gaussian_sample(mean, var, n, generator)
 
     def to_theta(self, h):
         """Flat latent -> flat per-node proportions (softmax within each node)."""
@@ -239,8 +243,7 @@ class PAMMixtureLikelihood:
     def log_prob(self, x, theta, include_coefficient=False):
         """log p(x | theta) for counts ``x`` (..., V) and flat node proportions ``theta``."""
         log_p = torch.log(self.word_probabilities(theta).clamp_min(1e-300))
-        value = (x * log_p).sum(-1)
-        return value + multinomial_log_coefficient(x) if include_coefficient else value
+        return sequence_log_likelihood(x, log_p, include_coefficient)
 
     def log_prob_h(self, x, h, include_coefficient=False):
         blocks = node_softmax(self.structure, _unflatten(self.structure, h, 0.0))

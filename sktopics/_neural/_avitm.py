@@ -1,7 +1,5 @@
 """AVITM (NVLDA): LDA trained by autoencoding variational Bayes (Srivastava & Sutton 2017)."""
 
-import torch
-
 from .._generative import MixtureLikelihood
 from ..utils._docstring import fill_doc
 from ._docs import COUNT_POLICY, ENCODER_AND_TRAINING, FITTED_ATTRIBUTES
@@ -129,11 +127,6 @@ class AVITM(NeuralTopicModel):
 
     def _build_decoder(self, n_features):
         return MixtureDecoder(self.n_components, n_features, self.bn_eps)
-
-    def _topic_word(self):
-        with torch.no_grad():
-            topic_word = self.net_.module_.decoder.topic_word().double().cpu().numpy()
-        return topic_word / topic_word.sum(axis=1, keepdims=True)
 
     def _likelihood(self):
         return MixtureLikelihood(self.components_.copy())

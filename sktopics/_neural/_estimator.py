@@ -32,8 +32,9 @@ _FUSED_ADAM = (
 class NeuralTopicModel(BaseTopicModel):
     """Base class of AVITM and ProdLDA (logistic-normal VAE topic models).
 
-    Subclasses define ``_build_decoder(n_features)``, ``_topic_word()`` (numpy
-    K x V rows summing to 1) and ``_likelihood()`` (for the generative view).
+    Subclasses define ``_build_decoder(n_features)`` and ``_likelihood()`` (for the
+    generative view); ``_topic_word()`` reads the decoder's ``topic_word()`` (mixture
+    decoders) unless overridden (ProdLDA).
     """
 
     _parameter_constraints = {
@@ -92,6 +93,11 @@ class NeuralTopicModel(BaseTopicModel):
         self.topic_word_prior_ = None
         self._warn_if_collapsed()
         return self
+
+    def _topic_word(self):
+        with torch.no_grad():
+            topic_word = self.net_.module_.decoder.topic_word().double().cpu().numpy()
+        return topic_word / topic_word.sum(axis=1, keepdims=True)
 
     def _resolve_doc_topic_prior(self):
         prior = np.asarray(self.doc_topic_prior, dtype=np.float64)

@@ -211,14 +211,3 @@ class PAMVAE(nn.Module):
         """Per-document negative ELBO: reconstruction NLL plus the nodes' KLs."""
         log_word_probs, mus, logvars = y_pred
         return reconstruction_nll(x, log_word_probs) + self.kl(mus, logvars)
-
-    def active_units(self, mus, logvars, threshold=1e-2):
-        """Fraction of latent coordinates whose batch-average KL exceeds ``threshold``."""
-        counts, total = 0, 0
-        for mu, logvar, mask, (mean, var) in zip(mus, logvars, self.masks(), self.priors()):
-            kl = 0.5 * (torch.exp(logvar) / var + (mean - mu) ** 2 / var - 1 - logvar
-                        + torch.log(var)).mean(0)
-            counts += int((kl[mask] > threshold).sum())
-            total += int(mask.sum())
-        return counts / max(total, 1)
-

@@ -77,11 +77,6 @@ class PAMTopicModel(NeuralTopicModel):
             theta_dropout=self.dropout,
         )
 
-    def _topic_word(self):
-        with torch.no_grad():
-            topic_word = self.net_.module_.decoder.topic_word().double().cpu().numpy()
-        return topic_word / topic_word.sum(axis=1, keepdims=True)
-
     def _set_usage_weights(self, X):
         """Token-weighted mean node distributions over the training documents.
 
