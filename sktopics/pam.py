@@ -87,7 +87,9 @@ class PAMStructure:
         try:
             levels = tuple(levels)
         except TypeError:
-            raise ValueError(f"levels must be a sequence of positive ints; got {self.levels!r}.")
+            raise ValueError(
+                f"levels must be a sequence of positive ints; got {self.levels!r}."
+            ) from None
         if len(levels) == 0:
             raise ValueError("levels must contain at least one level (the leaf topics).")
         for size in levels:

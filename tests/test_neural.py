@@ -328,6 +328,18 @@ def test_pipeline_grid_search_and_top_words():
     assert len(words) == search.best_params_["topics__n_components"]
 
 
+def test_word_background_is_the_log_training_frequency(corpus):
+    model = fitted(ProdLDA, corpus, word_background=True)
+    frequencies = np.asarray(corpus.sum(axis=0)).ravel() + 1.0
+    expected = np.log(frequencies / frequencies.sum())
+    background = model.net_.module_.decoder.background.numpy()
+    np.testing.assert_allclose(background, expected, rtol=1e-5)
+    view_bias = model._generative_view().likelihood.bn_bias
+    bn_bias = model.net_.module_.decoder.bn.bias.detach().numpy()
+    np.testing.assert_allclose(view_bias, bn_bias + expected, rtol=1e-5, atol=1e-6)
+    assert not np.any(fitted(ProdLDA, corpus).net_.module_.decoder.background.numpy())
+
+
 def test_from_preset():
     model = ProdLDA.from_preset("diverse", n_components=7)
     assert model.n_components == 7

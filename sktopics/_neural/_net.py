@@ -79,7 +79,7 @@ class EpochMonitor(Callback):
             losses = [b[f"{prefix}_loss"] for b in batches if f"{prefix}_loss" in b]
             sizes = [b[f"{prefix}_batch_size"] for b in batches if f"{prefix}_loss" in b]
             if losses:
-                mean = sum(l * s for l, s in zip(losses, sizes)) / sum(sizes)
+                mean = sum(loss * size for loss, size in zip(losses, sizes)) / sum(sizes)
                 net.history.record(f"{prefix}_loss", mean)
         if self.verbose:
             parts = [f"epoch {row['epoch']:4d}", f"train_loss {row['train_loss']:.4f}"]

@@ -167,8 +167,8 @@ class PAMTopicModel(NeuralTopicModel):
         if not node_parts:
             return ([np.empty((0,) + m.shape) for m in self.structure_.masks],
                     [np.empty((0, k)) for k in self.structure_.levels])
-        nodes = [np.concatenate([p[l] for p in node_parts]) for l in range(n_levels)]
-        marginals = [np.concatenate([p[l] for p in marginal_parts]) for l in range(n_levels)]
+        nodes = [np.concatenate([p[i] for p in node_parts]) for i in range(n_levels)]
+        marginals = [np.concatenate([p[i] for p in marginal_parts]) for i in range(n_levels)]
         # Documents without tokens: the prior means of every node.
         empty = np.asarray(X.sum(axis=1)).ravel() <= 0
         if empty.any():

@@ -61,7 +61,7 @@ class _CoherenceScorer:
         model, Xt = _split_pipeline(estimator, X)
         result = npmi_coherence(model, Xt, top_n=self.top_n,
                                 zero_cooccurrence=self.zero_cooccurrence)
-        return float(getattr(result, "mean", result))
+        return float(result.mean)
 
     def __repr__(self):
         return f"make_coherence_scorer(top_n={self.top_n}, zero_cooccurrence={self.zero_cooccurrence!r})"
