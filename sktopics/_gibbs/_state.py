@@ -115,14 +115,15 @@ class GibbsState:
         self.n_wk.zero_()
         flat_dk = self.n_dk.view(-1)
         flat_wk = self.n_wk.view(-1)
+        # int32 flat indices where the tables allow it (half the index traffic).
+        small = max(flat_dk.numel(), flat_wk.numel()) < 2**31
+        itype = torch.int32 if small else torch.int64
         for start, stop in chunk_bounds(corpus.n_tokens, chunk):
-            z = self.z[start:stop].to(torch.int64)
+            z = self.z[start:stop].to(itype)
             ones = torch.ones(stop - start, dtype=torch.int32, device=z.device)
-            flat_dk.index_add_(0, corpus.doc[start:stop].to(torch.int64) * K + z, ones)
-            flat_wk.index_add_(0, corpus.word[start:stop].to(torch.int64) * K + z, ones)
-        self.n_k = torch.zeros(K, dtype=torch.int64, device=corpus.device)
-        for start, stop in chunk_bounds(corpus.n_tokens, chunk):
-            self.n_k += torch.bincount(self.z[start:stop].to(torch.int64), minlength=K)
+            flat_dk.index_add_(0, torch.add(z, corpus.doc[start:stop].to(itype), alpha=K), ones)
+            flat_wk.index_add_(0, torch.add(z, corpus.word[start:stop].to(itype), alpha=K), ones)
+        self.n_k = self.n_wk.sum(0, dtype=torch.int64)
 
     def topic_word(self, beta):
         """Smoothed ``phi = (n_kw + beta) / (n_k + V beta)`` as float64 (K, V)."""
