@@ -121,13 +121,29 @@ def test_prodlda_continuous_ais_matches_quadrature(prodlda, start):
     assert np.all(err < np.maximum(0.05, 6 * res.per_document_stderr)), (err, res.per_document_stderr)
 
 
-def test_prodlda_continuous_ais_unbiased_in_probability(prodlda):
+@pytest.mark.parametrize("target_acceptance", [None, 0.65])
+def test_prodlda_continuous_ais_unbiased_in_probability(prodlda, target_acceptance):
     x = corpus(1, seed=5)
     exact = prodlda_exact(generative_view(prodlda), x)[0]
     res = ais_log_likelihood(prodlda, np.tile(x, (1500, 1)), n_temperatures=3, n_chains=1,
-                             schedule="linear", start="prior", random_state=1)
+                             schedule="linear", start="prior", random_state=1,
+                             target_acceptance=target_acceptance)
     ratio = np.exp(res.per_document - exact)
     assert abs(ratio.mean() - 1) < 4.5 * ratio.std(ddof=1) / np.sqrt(ratio.size)
+
+
+def test_prodlda_hmc_step_tuned_in_a_pilot_run(prodlda):
+    X = corpus(6, seed=3)
+    exact = prodlda_exact(generative_view(prodlda), X)
+    kw = dict(n_temperatures=60, n_chains=60, random_state=0, start="prior", step_size=4.0)
+    fixed = ais_log_likelihood(prodlda, X, **kw)
+    tuned = ais_log_likelihood(prodlda, X, target_acceptance=0.65, **kw)
+    assert fixed.settings["acceptance_rate"] < 0.05  # a far too large step
+    assert 0.5 < tuned.settings["acceptance_rate"] < 0.85
+    assert tuned.settings["step_multipliers"][2] < 1  # shrunk for every document
+    err = np.abs(tuned.per_document - exact)
+    assert np.all(err < np.maximum(0.05, 6 * tuned.per_document_stderr)), err
+    assert tuned.n_token_updates > fixed.n_token_updates  # the pilot is paid for
 
 
 def test_prodlda_ratio_falls_back_to_paired(prodlda):

@@ -105,7 +105,8 @@ def test_enumeration_matches_dp_and_monte_carlo_theta():
     phi, alpha, X = make_problem(1, n_topics=3, n_words=5, n_docs=3, max_count=2)
     for x in X:
         w = words_of(x)
-        assert exact_log_likelihood(phi, alpha, w) == pytest.approx(dp_log_likelihood(phi, alpha, w), abs=1e-9)
+        expected = dp_log_likelihood(phi, alpha, w)
+        assert exact_log_likelihood(phi, alpha, w) == pytest.approx(expected, abs=1e-9)
     # Polya / Dirichlet-multinomial against a Monte Carlo theta integral
     rng = np.random.default_rng(0)
     theta = rng.dirichlet(ALPHA, 400_000)
@@ -153,6 +154,31 @@ def test_ais_converges_to_exact(kernel):
     assert res.n_tokens.sum() == X.sum()
     assert res.per_token == pytest.approx(res.total / X.sum())
     assert res.perplexity() == pytest.approx(np.exp(-res.per_token))
+
+
+@pytest.mark.parametrize("kernel", ["collapsed", "blocked"])
+def test_ais_with_ess_resampling_stays_unbiased(monkeypatch, kernel):
+    import sktopics.model_selection._ais as ais_mod
+
+    exact = exact_log_likelihood(PHI, ALPHA, words_of(DOC))
+    kw = dict(n_temperatures=3, n_chains=4, schedule="linear", kernel=kernel, random_state=0)
+    X = repeated(n=N_REP // 4)
+    res = ais_log_likelihood((PHI, ALPHA), X, resample_threshold=0.9, **kw)
+    assert res.settings["n_resampling_events"] > X.shape[0] // 4  # it did resample
+    assert_unbiased_in_probability(res.per_document, exact)
+    plain = ais_log_likelihood((PHI, ALPHA), X, **kw)
+    assert plain.settings["n_resampling_events"] == 0
+    assert not np.allclose(plain.per_document, res.per_document)
+    # negative control: resetting the weights without resampling the states is biased
+    resample = ais_mod._resample
+
+    def weights_only(logw, z, c, *args):
+        return resample(logw, z, c, *args)[0], z.clone(), c.clone(), 1
+
+    monkeypatch.setattr(ais_mod, "_resample", weights_only)
+    bad = ais_log_likelihood((PHI, ALPHA), X, resample_threshold=0.9, **kw)
+    with pytest.raises(AssertionError):
+        assert_unbiased_in_probability(bad.per_document, exact)
 
 
 def test_ais_bias_shrinks_with_temperatures():
@@ -458,7 +484,7 @@ def test_pam_path_ais_unbiased_and_convergent():
 
 def test_document_completion_matches_exact_conditional():
     from sktopics.model_selection import document_completion_log_likelihood
-    from sktopics.model_selection._ais import _root_key, _expand_tokens
+    from sktopics.model_selection._ais import _expand_tokens, _root_key
     from sktopics.model_selection._left_to_right import _shuffle_tokens
 
     phi, alpha, X = make_problem(13, n_docs=3)
@@ -488,3 +514,21 @@ def test_iteration_ais_with_resampling_stays_unbiased():
     assert results[-1].settings["n_resampling_events"] > 0
     for (phi, alpha), res in zip(snaps, results):
         assert_unbiased_in_probability(res.per_document, exact_log_likelihood(phi, alpha, words))
+
+
+@pytest.mark.parametrize("path", ["geometric", "convex"])
+def test_compiled_lockstep_loops_match_the_eager_sweep(monkeypatch, path):
+    # the TorchScript loops are an optimisation only: same random numbers, same draws
+    import sktopics.model_selection._ais as ais_mod
+
+    phi, alpha, X = make_problem(4, n_docs=5)
+    kw = dict(path=path, direction="both", n_temperatures=6, n_chains=3, random_state=3,
+              kernel="collapsed")
+    compiled = ratio_ais((phi, alpha), (PHI_B[:, :4], ALPHA_B), X, **kw)
+    monkeypatch.setattr(ais_mod, "_scripted", lambda fn: fn)  # the same loops, uncompiled
+    plain = ratio_ais((phi, alpha), (PHI_B[:, :4], ALPHA_B), X, **kw)
+    monkeypatch.setattr(ais_mod, "_fast_loop", lambda path, shift: None)  # generic loop
+    generic = ratio_ais((phi, alpha), (PHI_B[:, :4], ALPHA_B), X, **kw)
+    for other in (plain, generic):
+        np.testing.assert_allclose(compiled.forward, other.forward, rtol=0, atol=1e-9)
+        np.testing.assert_allclose(compiled.reverse, other.reverse, rtol=0, atol=1e-9)

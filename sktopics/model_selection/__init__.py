@@ -10,7 +10,10 @@ sequential Monte Carlo form); comparators :func:`ratio_ais` and
 
 from ._ais import ais_log_likelihood, default_score, generative_view
 from ._iteration_ais import iteration_ais
-from ._left_to_right import document_completion_log_likelihood, left_to_right_log_likelihood
+from ._left_to_right import (
+    document_completion_log_likelihood,
+    left_to_right_log_likelihood,
+)
 from ._ratio_ais import align_topics, ratio_ais
 from ._results import HeldOutLikelihood, ModelComparison
 from ._scorers import (

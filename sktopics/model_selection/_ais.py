@@ -40,7 +40,7 @@ from ..utils._sklearn_compat import Interval, StrOptions, validate_params
 from ..utils._torch import resolve_device
 from ._results import HeldOutLikelihood
 
-__all__ = ["ais_log_likelihood", "generative_view", "default_score"]
+__all__ = ["ais_log_likelihood", "default_score", "generative_view"]
 
 _M32 = 0xFFFFFFFF
 _TWO32 = float(2**32)
@@ -292,6 +292,19 @@ def _batches(lengths, n_rows_per_doc, n_topics, max_elements=None, min_fill=0.0)
     return batches
 
 
+def _kernel_batches(lengths, n_chains, n_topics, kernel):
+    """Document batches for a z-space kernel.
+
+    The collapsed sweep holds O(rows x N) state (word factors are looked up per
+    position in a per-temperature table), so its batches are large: the lock-step
+    loop then runs once over the longest document for many rows at a time. The
+    blocked kernel materialises (rows, N, K) word factors and bounds padding.
+    """
+    if kernel == "blocked":
+        return _batches(lengths, n_chains, n_topics, min_fill=0.5)
+    return _batches(lengths, n_chains, 2)
+
+
 # --------------------------------------------------------------------------- schedules
 
 
@@ -335,11 +348,58 @@ def _log_polya(c, alpha):
     )
 
 
+class _TokenLogPhi:
+    """log phi at the tokens of a batch's rows, viewed as (rows, N, K).
+
+    Held as a (V', K) table over the batch's distinct words and (rows, N) indices
+    into it, so memory is O(rows x N) rather than O(rows x N x K) and a tempered
+    word factor costs V' x K transcendentals per temperature, not N x K per row.
+    """
+
+    def __init__(self, table, tokens):
+        self.table = table.contiguous()  # (V', K) float64
+        self.tokens = tokens  # (rows, N) int64 indices into table
+
+    @property
+    def n_topics(self):
+        return self.table.shape[1]
+
+    @property
+    def tokens_t(self):
+        """Position-major (N, rows) copy of the indices (cached)."""
+        if getattr(self, "_tokens_t", None) is None:
+            self._tokens_t = self.tokens.T.contiguous()
+        return self._tokens_t
+
+    def gather(self, z, mask):
+        """log phi[z_n, w_n] (rows, N), 0 at padding."""
+        flat = self.tokens * self.n_topics + z
+        return self.table.view(-1)[flat].masked_fill(~mask, 0.0)
+
+
+def _log_phi_rows(phi, tokens, n_chains, device):
+    """:class:`_TokenLogPhi` of documents x chains rows (document-major)."""
+    uniq, inverse = torch.unique(tokens, return_inverse=True)
+    phi_t = torch.as_tensor(phi, dtype=torch.float64, device=device)[:, uniq]
+    table = torch.log(phi_t.clamp_min(1e-300)).T
+    return _TokenLogPhi(table, inverse.repeat_interleave(n_chains, dim=0))
+
+
+def _shared_tokens(LA, LB):
+    """LB re-indexed on LA's rows (the same tokens, possibly other tables)."""
+    if LB is None or LB.tokens is LA.tokens:
+        return LB
+    if not torch.equal(LB.tokens, LA.tokens):
+        raise ValueError("both models' token tables must index the same tokens")
+    return _TokenLogPhi(LB.table, LA.tokens)
+
+
 class _ZPath:
     """Intermediate distributions f_b(z), 0 <= b <= 1, between two mixture models.
 
-    ``f_0`` is model B, ``f_1`` model A. ``LA``/``LB`` are (B, N, K) log phi at the
-    tokens (``LB=None``: a flat word factor, i.e. standard AIS from the prior).
+    ``f_0`` is model B, ``f_1`` model A. ``LA``/``LB`` are :class:`_TokenLogPhi`
+    of the same rows (``LB=None``: a flat word factor, i.e. standard AIS from the
+    prior).
 
     kind: ``"geometric"`` f_b = f_A^b f_B^(1-b); ``"convex"`` phi_b, alpha_b
     interpolated; ``"hybrid"`` geometric in phi, arithmetic in alpha.
@@ -347,66 +407,66 @@ class _ZPath:
 
     def __init__(self, kind, LA, alphaA, LB=None, alphaB=None):
         self.kind = kind
-        self.LA, self.LB = LA, LB
+        self.LA, self.LB = LA, _shared_tokens(LA, LB)
+        self.tokens, self.tokens_t = LA.tokens, LA.tokens_t
         self.alphaA = alphaA
         self.alphaB = alphaA if alphaB is None else alphaB
         self.same_alpha = bool(torch.equal(self.alphaA, self.alphaB))
-        if kind == "convex":
-            self.PA = torch.exp(LA)
-            self.PB = torch.ones_like(LA) if LB is None else torch.exp(LB)
+        self._table_b, self._table = None, None
+        self._table32_b, self._table32 = None, None
 
     def alpha(self, b):
         if self.same_alpha:
             return self.alphaA
         return b * self.alphaA + (1.0 - b) * self.alphaB
 
-    def _g(self, b, j=None):
-        """Token log-factor g_b at position j (B, K) or all positions (B, N, K)."""
-        sl = (slice(None), j) if j is not None else (slice(None),)
+    def _word_table_of(self, b, TA, TB):
         if self.kind == "convex":
-            return torch.log(b * self.PA[sl] + (1.0 - b) * self.PB[sl])
-        g = b * self.LA[sl]
-        if self.LB is not None:
-            g = g + (1.0 - b) * self.LB[sl]
-        return g
+            PB = torch.ones_like(TA) if TB is None else torch.exp(TB)
+            return b * torch.exp(TA) + (1.0 - b) * PB
+        if TB is None:
+            return torch.exp(b * TA)
+        return torch.exp(b * TA + (1.0 - b) * TB)
+
+    def word_table(self, b):
+        """exp(g_b) per distinct word, (V', K) float64 (cached for the last b)."""
+        if self._table_b != b:
+            TB = None if self.LB is None else self.LB.table
+            self._table = self._word_table_of(b, self.LA.table, TB)
+            self._table_b = b
+        return self._table
+
+    def _g(self, b, j):
+        """Token log-factor g_b at position j, (rows, K)."""
+        return torch.log(self.word_table(b).index_select(0, self.tokens[:, j]))
 
     def cond_logits(self, b, c, j):
         if self.kind == "geometric" and not self.same_alpha:
             return b * torch.log(c + self.alphaA) + (1.0 - b) * torch.log(c + self.alphaB) + self._g(b, j)
         return torch.log(c + self.alpha(b)) + self._g(b, j)
 
-    def cond_probs(self, b, c, j, n, word=None):
+    def count_shift(self, b):
+        """alpha_b when the conditional is (c + alpha_b) x word factor, else None."""
+        if self.kind == "geometric" and not self.same_alpha:
+            return None
+        return self.alpha(b)
+
+    def cond_probs(self, b, c, j, n, shifted=False):
         """Unnormalised conditional of token j for the first ``n`` rows, (n, K).
 
-        ``word``: the word factor of all positions precomputed for this sweep
-        (:meth:`word_factor`), or None to compute position j only.
+        ``c`` holds the counts of the other tokens, plus ``count_shift(b)`` when
+        ``shifted``.
         """
-        if word is not None:
-            w = word[:n, j]
-        elif self.kind == "convex":
-            w = b * self.PA[:n, j] + (1.0 - b) * self.PB[:n, j]
-        elif self.LB is None:
-            w = torch.exp(self.LA[:n, j] * b)
-        else:
-            w = torch.exp(b * self.LA[:n, j] + (1.0 - b) * self.LB[:n, j])
+        w = self.word_table(b).index_select(0, self.LA.tokens_t[j, :n])
+        if shifted:
+            return c * w
         if self.kind == "geometric" and not self.same_alpha:
             return (c + self.alphaA).pow(b) * (c + self.alphaB).pow(1.0 - b) * w
-        return (c + self.alpha(b)) * w
-
-    def word_factor(self, b):
-        """exp(g_b) at all positions (B, N, K), float64."""
-        if self.kind == "convex":
-            return b * self.PA + (1.0 - b) * self.PB
-        if self.LB is None:
-            return torch.exp(b * self.LA)
-        return torch.exp(b * self.LA + (1.0 - b) * self.LB)
+        return (c + self.alpha(b)).mul_(w)
 
     def _gathered(self, z, mask):
-        la = torch.gather(self.LA, 2, z.unsqueeze(-1)).squeeze(-1).masked_fill(~mask, 0.0)
-        if self.LB is None:
-            lb = torch.zeros_like(la)
-        else:
-            lb = torch.gather(self.LB, 2, z.unsqueeze(-1)).squeeze(-1).masked_fill(~mask, 0.0)
+        la = self.LA.gather(z, mask)
+        lb = torch.zeros_like(la) if self.LB is None else self.LB.gather(z, mask)
         return la, lb
 
     def log_f(self, b, z, c, mask):
@@ -417,7 +477,8 @@ class _ZPath:
             base = _log_polya(c, self.alphaA) if self.same_alpha else 0.0
             return base + b * (pa + la.sum(-1)) + (1.0 - b) * (pb + lb.sum(-1))
         if self.kind == "convex":
-            tok = torch.log(b * torch.exp(la) + (1.0 - b) * torch.exp(lb)).masked_fill(~mask, 0.0)
+            pb = torch.exp(lb) if self.LB is not None else torch.ones_like(lb)
+            tok = torch.log(b * torch.exp(la) + (1.0 - b) * pb).masked_fill(~mask, 0.0)
             return _log_polya(c, self.alpha(b)) + tok.sum(-1)
         return _log_polya(c, self.alpha(b)) + (b * la + (1.0 - b) * lb).sum(-1)
 
@@ -440,49 +501,132 @@ class _ZPath:
         return self.alpha(b), None
 
     def blocked_word_factor(self, b, g=None):
-        """exp(g_b) at all positions, (B, N, K), in float32 (only used to sample)."""
-        if not hasattr(self, "_LA32"):
-            self._LA32 = self.LA.float()
-            self._LB32 = None if self.LB is None else self.LB.float()
-            if self.kind == "convex":
-                self._PA32, self._PB32 = self.PA.float(), self.PB.float()
-        if self.kind == "convex":
-            return b * self._PA32 + (1.0 - b) * self._PB32
-        if self._LB32 is None:
-            return torch.exp(b * self._LA32)
-        return torch.exp(b * self._LA32 + (1.0 - b) * self._LB32)
+        """exp(g_b) at all positions, (rows, N, K), in float32 (only used to sample)."""
+        if self._table32_b != b:
+            TA = self.LA.table.float()
+            TB = None if self.LB is None else self.LB.table.float()
+            self._table32 = self._word_table_of(b, TA, TB)
+            self._table32_b = b
+        return self._table32[self.tokens]
+
+
+def _shifted_steps(state, z_t, u_t, tokens_t, table, n_active: list[int]):
+    """The lock-step loop of :func:`_sweep_collapsed` for (c + alpha_b) x table[w].
+
+    ``state`` (rows, K) holds c + alpha_b; ``z_t``, ``u_t``, ``tokens_t`` are
+    position-major (N, rows); ``table`` (V', K) is the word factor. In place.
+    """
+    n_topics = state.shape[1]
+    ones = torch.ones(state.shape[0], 1, dtype=state.dtype, device=state.device)
+    for j in range(len(n_active)):
+        n = n_active[j]
+        if n == 0:
+            break
+        sj = state[:n]
+        sj.scatter_add_(1, z_t[j, :n].view(-1, 1), -ones[:n])
+        cum = torch.cumsum(sj * table.index_select(0, tokens_t[j, :n]), -1)
+        k = torch.searchsorted(cum, u_t[j, :n].view(-1, 1) * cum[:, -1:])
+        k.clamp_(max=n_topics - 1)
+        z_t[j, :n] = k.view(-1)
+        sj.scatter_add_(1, k, ones[:n])
+
+
+def _geometric_steps(c, z_t, u_t, tokens_t, table, alpha_a, alpha_b, b: float,
+                     n_active: list[int]):
+    """The lock-step loop for the geometric path between different alphas.
+
+    The conditional is (c + alpha_A)^b (c + alpha_B)^(1 - b) x table[w]; ``c``
+    (rows, K) holds the plain counts. Arguments as in :func:`_shifted_steps`.
+    """
+    n_topics = c.shape[1]
+    ones = torch.ones(c.shape[0], 1, dtype=c.dtype, device=c.device)
+    for j in range(len(n_active)):
+        n = n_active[j]
+        if n == 0:
+            break
+        cj = c[:n]
+        cj.scatter_add_(1, z_t[j, :n].view(-1, 1), -ones[:n])
+        log_prior = b * torch.log(cj + alpha_a) + (1.0 - b) * torch.log(cj + alpha_b)
+        cum = torch.cumsum(torch.exp(log_prior) * table.index_select(0, tokens_t[j, :n]), -1)
+        k = torch.searchsorted(cum, u_t[j, :n].view(-1, 1) * cum[:, -1:])
+        k.clamp_(max=n_topics - 1)
+        z_t[j, :n] = k.view(-1)
+        cj.scatter_add_(1, k, ones[:n])
+
+
+_SCRIPTED = {}
+
+
+def _scripted(fn):
+    """``fn`` compiled with TorchScript (once, on first use).
+
+    The lock-step loops are latency-bound (one small step per position);
+    TorchScript removes the interpreter overhead, 1.6-2.9x faster on CPU
+    (measured with 150 and 4 rows). Random numbers and results are unchanged.
+    """
+    if fn.__name__ not in _SCRIPTED:
+        try:
+            with warnings.catch_warnings():
+                # deprecated in favour of torch.compile, which needs a C++ compiler
+                warnings.simplefilter("ignore", DeprecationWarning)
+                _SCRIPTED[fn.__name__] = torch.jit.script(fn)
+        except (AttributeError, RuntimeError):  # pragma: no cover - no TorchScript here
+            _SCRIPTED[fn.__name__] = fn
+    return _SCRIPTED[fn.__name__]
+
+
+def _fast_loop(path, shift):
+    """The compiled loop that computes ``path``'s conditional, or None."""
+    if not isinstance(path, _ZPath):
+        return None
+    if shift is not None:
+        return _shifted_steps
+    return _geometric_steps if path.kind == "geometric" else None
 
 
 def _sweep_collapsed(path, b, z, c, mask, keys, counters):
     """One sequential collapsed Gibbs sweep, lock-step over rows (in place).
 
     Rows are sorted by decreasing length (as :func:`_batches` makes them), so the
-    rows holding a token at position j are a prefix: no masking is needed.
+    rows holding a token at position j are a prefix: no masking is needed. The
+    loop works on position-major copies (each step reads contiguous memory) and,
+    when the conditional is (c_k + alpha_k) x word factor, on the shifted counts
+    c + alpha, which saves an addition per step.
     """
-    n_max = z.shape[1]
-    positions = torch.arange(n_max, device=z.device).view(1, -1)
-    u_all = _uniform(keys.view(-1, 1), *counters, positions)
-    n_active = mask.sum(0).tolist()
+    n_max, n_topics = z.shape[1], c.shape[1]
+    positions = torch.arange(n_max, device=z.device)
     lengths = mask.sum(1)
     if bool((lengths[1:] > lengths[:-1]).any()) or not bool(
-        torch.equal(mask, positions < lengths.view(-1, 1))
+        torch.equal(mask, positions.view(1, -1) < lengths.view(-1, 1))
     ):
         raise ValueError("rows must be sorted by decreasing length")
-    ones = torch.ones(z.shape[0], 1, dtype=c.dtype, device=c.device)
-    # few rows: one vectorised word factor per sweep beats per-position transcendentals
-    word = path.word_factor(b) if z.shape[0] * c.shape[1] <= 4096 else None
-    for j in range(n_max):
-        n = n_active[j]
-        if n == 0:
-            break
-        cj = c[:n]
-        zj = z[:n, j : j + 1]
-        cj.scatter_add_(1, zj, -ones[:n])
-        cum = torch.cumsum(path.cond_probs(b, cj, j, n, word), -1)
-        k = torch.searchsorted(cum, u_all[:n, j : j + 1] * cum[:, -1:])
-        k.clamp_(max=cum.shape[1] - 1)
-        z[:n, j : j + 1] = k
-        cj.scatter_add_(1, k, ones[:n])
+    n_active = mask.sum(0).tolist()
+    u_t = _uniform(keys.view(1, -1), *counters, positions.view(-1, 1))  # (N, rows)
+    z_t = z.T.contiguous()
+    shift = path.count_shift(b)
+    state = c if shift is None else c + shift
+    fast = _fast_loop(path, shift)
+    if fast is _shifted_steps:
+        _scripted(fast)(state, z_t, u_t, path.tokens_t, path.word_table(b), n_active)
+    elif fast is _geometric_steps:
+        _scripted(fast)(c, z_t, u_t, path.tokens_t, path.word_table(b), path.alphaA,
+                        path.alphaB, float(b), n_active)
+    else:  # generic: any path with cond_probs (PAM)
+        ones = torch.ones(z.shape[0], 1, dtype=c.dtype, device=c.device)
+        for j in range(n_max):
+            n = n_active[j]
+            if n == 0:
+                break
+            sj = state[:n]
+            sj.scatter_add_(1, z_t[j, :n].view(-1, 1), -ones[:n])
+            cum = torch.cumsum(path.cond_probs(b, sj, j, n, shifted=shift is not None), -1)
+            k = torch.searchsorted(cum, u_t[j, :n].view(-1, 1) * cum[:, -1:])
+            k.clamp_(max=n_topics - 1)
+            z_t[j, :n] = k.view(-1)
+            sj.scatter_add_(1, k, ones[:n])
+    z.copy_(z_t.T)
+    if shift is not None:
+        c.copy_(torch.round(state - shift))
 
 
 def _sweep_blocked(path, b, z, c, mask, keys, counters):
@@ -507,7 +651,8 @@ def _draw_prior(alpha, mask, keys, counters, n_topics):
     log_theta = _log_dirichlet(conc, keys.view(-1, 1), *counters, 0)
     positions = torch.arange(n_max, device=mask.device).view(1, -1)
     u = _uniform(keys.view(-1, 1), *counters, positions, 1)
-    z = _categorical(log_theta.unsqueeze(1).expand(rows, n_max, n_topics), u)
+    cum = torch.cumsum(torch.exp(log_theta - log_theta.amax(-1, keepdim=True)), -1)
+    z = torch.searchsorted(cum, u * cum[:, -1:]).clamp_(max=n_topics - 1)
     c = torch.zeros(rows, n_topics, dtype=torch.float64, device=mask.device)
     c.scatter_add_(1, z, mask.to(torch.float64))
     return z, c
@@ -516,7 +661,7 @@ def _draw_prior(alpha, mask, keys, counters, n_topics):
 class _PAMZPath:
     """Standard AIS over per-token PAM paths (s, t), node distributions collapsed.
 
-    Paths are the edges with ``alpha_sub[s, t] > 0``; ``L`` is (B, N, P) log phi of
+    Paths are the edges with ``alpha_sub[s, t] > 0``; ``L`` (:class:`_TokenLogPhi`) is log phi of
     each path's leaf at the tokens. Conditional of a token given the others:
     (n_s + alpha_root_s) (n_st + alpha_st) / (n_s + A_s) phi[t, w]^b (evaluation.md 5).
     """
@@ -525,24 +670,26 @@ class _PAMZPath:
 
     def __init__(self, L, alpha_root, alpha_path, path_super, n_super):
         self.LA = L
+        self._table_b, self._table = None, None
         self.alpha_root = alpha_root
         self.alpha_path = alpha_path
-        self.onehot = torch.nn.functional.one_hot(path_super, n_super).to(L.dtype)  # (P, S)
+        self.onehot = torch.nn.functional.one_hot(path_super, n_super).to(L.table.dtype)  # (P, S)
         self.path_super = path_super
         self.a_sum = self.onehot.T @ alpha_path  # (S,)
 
-    def cond_probs(self, b, c, j, n, word=None):
+    def count_shift(self, b):
+        return None
+
+    def cond_probs(self, b, c, j, n, shifted=False):
         ns = c @ self.onehot  # (n, S)
         factor = ((ns + self.alpha_root) / (ns + self.a_sum))[:, self.path_super]
-        w = word[:n, j] if word is not None else torch.exp(b * self.LA[:n, j])
+        if self._table_b != b:
+            self._table, self._table_b = torch.exp(b * self.LA.table), b
+        w = self._table.index_select(0, self.LA.tokens_t[j, :n])
         return factor * (c + self.alpha_path) * w
 
-    def word_factor(self, b):
-        return torch.exp(b * self.LA)
-
     def increment(self, b0, b1, z, c, mask):
-        la = torch.gather(self.LA, 2, z.unsqueeze(-1)).squeeze(-1).masked_fill(~mask, 0.0)
-        return (b1 - b0) * la.sum(-1)
+        return (b1 - b0) * self.LA.gather(z, mask).sum(-1)
 
     def blocked(self, b):
         return None
@@ -566,7 +713,7 @@ def _draw_pam_prior(alpha_root, alpha_path, path_super, n_super, mask, keys, cou
     return z, c
 
 
-def _pam_ais(path_mix, X, *, n_temperatures, n_chains, schedule, device, root):
+def _pam_ais(path_mix, X, *, n_temperatures, n_chains, schedule, device, root, resample=None):
     phi, alpha_root, alpha_sub = (np.asarray(a, dtype=np.float64) for a in path_mix)
     supers, leaves = np.nonzero(alpha_sub > 0)
     n_super, n_paths = alpha_sub.shape[0], len(supers)
@@ -578,7 +725,7 @@ def _pam_ais(path_mix, X, *, n_temperatures, n_chains, schedule, device, root):
     a_root = torch.as_tensor(alpha_root, device=device)
     a_path = torch.as_tensor(alpha_sub[supers, leaves], device=device)
     p_super = torch.as_tensor(supers, device=device)
-    for batch in _batches(lengths_all, n_chains, n_paths):
+    for batch in _kernel_batches(lengths_all, n_chains, n_paths, "collapsed"):
         tokens, mask, _ = _expand_tokens(X, batch)
         tokens = torch.as_tensor(tokens, device=device)
         mask_r = torch.as_tensor(mask, device=device).repeat_interleave(n_chains, 0)
@@ -586,7 +733,7 @@ def _pam_ais(path_mix, X, *, n_temperatures, n_chains, schedule, device, root):
         L = _log_phi_rows(phi[leaves], tokens, n_chains, device)
         path = _PAMZPath(L, a_root, a_path, p_super, n_super)
         z, c = _draw_pam_prior(a_root, a_path, p_super, n_super, mask_r, keys, (0,))
-        logw = _anneal(path, betas, z, c, mask_r, keys, "collapsed", stage=1)
+        logw = _anneal(path, betas, z, c, mask_r, keys, "collapsed", stage=1, resample=resample)
         e, s_, ess = _logmeanexp_stats(logw.view(len(batch), n_chains))
         est[batch], se[batch], ess_all[batch] = e.cpu().numpy(), s_.cpu().numpy(), ess.cpu().numpy()
     n_updates = int(lengths_all.sum()) * n_chains * (len(betas) - 1)
@@ -605,8 +752,39 @@ def _kernel_fn(kernel, path):
     return _sweep_collapsed
 
 
-def _anneal(path, betas, z, c, mask, keys, kernel, stage, move_first=False):
-    """AIS along ``path`` over ``betas`` from state (z, c); returns log-weights (B,)."""
+def _resample(logw, z, c, n_chains, threshold, keys, *counters):
+    """Systematic resampling of each document's chains where ESS < threshold * M.
+
+    Weights of resampled documents are all set to their log-mean weight, so the
+    running estimate is unchanged and stays unbiased (an SMC sampler).
+    """
+    n_docs = logw.shape[0] // n_chains
+    lw = logw.view(n_docs, n_chains)
+    w = torch.exp(lw - lw.amax(1, keepdim=True))
+    ess = w.sum(1) ** 2 / (w * w).sum(1)
+    need = ess < threshold * n_chains
+    if not bool(need.any()):
+        return logw, z, c, 0
+    cum = torch.cumsum(w / w.sum(1, keepdim=True), 1)
+    cum[:, -1] = 1.0
+    u0 = _uniform(keys.view(n_docs, n_chains)[:, :1], 77, *counters)  # (D, 1)
+    points = (u0 + torch.arange(n_chains, device=z.device, dtype=torch.float64).view(1, -1)) / n_chains
+    anc = torch.searchsorted(cum, points.contiguous()).clamp_max(n_chains - 1)
+    ident = torch.arange(n_chains, device=z.device).expand(n_docs, -1)
+    anc = torch.where(need.unsqueeze(1), anc, ident)
+    flat = (anc + torch.arange(n_docs, device=z.device).view(-1, 1) * n_chains).view(-1)
+    mean_lw = torch.logsumexp(lw, 1, keepdim=True) - math.log(n_chains)
+    lw = torch.where(need.unsqueeze(1), mean_lw.expand_as(lw), lw)
+    return lw.reshape(-1), z[flat], c[flat], int(need.sum())
+
+
+def _anneal(path, betas, z, c, mask, keys, kernel, stage, move_first=False, resample=None):
+    """AIS along ``path`` over ``betas`` from state (z, c); returns log-weights (B,).
+
+    ``resample``: None, or a dict with ``threshold`` and ``n_chains``; a document's
+    chains are then resampled after a weight update when their effective sample
+    size falls below ``threshold * n_chains`` (the dict's ``events`` counts them).
+    """
     sweep = _kernel_fn(kernel, path)
     logw = torch.zeros(z.shape[0], dtype=torch.float64, device=z.device)
     if move_first:
@@ -615,15 +793,15 @@ def _anneal(path, betas, z, c, mask, keys, kernel, stage, move_first=False):
     for s in range(1, n_steps + 1):
         logw += path.increment(float(betas[s - 1]), float(betas[s]), z, c, mask)
         if s < n_steps:
+            if resample is not None:
+                logw, z_new, c_new, n_res = _resample(logw, z, c, resample["n_chains"],
+                                                      resample["threshold"], keys, stage, s)
+                if n_res:
+                    z.copy_(z_new)
+                    c.copy_(c_new)
+                    resample["events"] = resample.get("events", 0) + n_res
             sweep(path, float(betas[s]), z, c, mask, keys, (stage, s))
     return logw
-
-
-def _log_phi_rows(phi, tokens, n_chains, device):
-    """(rows, N, K) log phi at the tokens, rows = documents x chains."""
-    log_phi_t = torch.log(torch.as_tensor(phi, dtype=torch.float64, device=device).clamp_min(1e-300)).T
-    L = log_phi_t[tokens]  # (D, N, K)
-    return L.repeat_interleave(n_chains, dim=0)
 
 
 def _resolve_kernel(kernel, device):
@@ -645,7 +823,8 @@ def _logmeanexp_stats(logw):
     return est, se, ess
 
 
-def _z_ais(view_or_mix, X, *, n_temperatures, n_chains, schedule, kernel, device, root):
+def _z_ais(view_or_mix, X, *, n_temperatures, n_chains, schedule, kernel, device, root,
+           resample=None):
     phi, alpha = view_or_mix
     n_topics = phi.shape[0]
     betas = _schedule(schedule, n_temperatures)
@@ -655,8 +834,7 @@ def _z_ais(view_or_mix, X, *, n_temperatures, n_chains, schedule, kernel, device
     se = np.zeros(n_docs)
     ess_all = np.full(n_docs, float(n_chains))
     alpha_t = torch.as_tensor(np.asarray(alpha, dtype=np.float64), device=device)
-    min_fill = 0.5 if kernel == "blocked" else 0.0
-    for batch in _batches(lengths_all, n_chains, n_topics, min_fill=min_fill):
+    for batch in _kernel_batches(lengths_all, n_chains, n_topics, kernel):
         tokens, mask, _ = _expand_tokens(X, batch)
         tokens = torch.as_tensor(tokens, device=device)
         mask_r = torch.as_tensor(mask, device=device).repeat_interleave(n_chains, 0)
@@ -664,7 +842,7 @@ def _z_ais(view_or_mix, X, *, n_temperatures, n_chains, schedule, kernel, device
         L = _log_phi_rows(phi, tokens, n_chains, device)
         path = _ZPath("geometric", L, alpha_t)
         z, c = _draw_prior(alpha_t, mask_r, keys, (0,), n_topics)
-        logw = _anneal(path, betas, z, c, mask_r, keys, kernel, stage=1)
+        logw = _anneal(path, betas, z, c, mask_r, keys, kernel, stage=1, resample=resample)
         e, s, ess = _logmeanexp_stats(logw.view(len(batch), n_chains))
         est[batch], se[batch], ess_all[batch] = e.cpu().numpy(), s.cpu().numpy(), ess.cpu().numpy()
     n_updates = int(lengths_all.sum()) * n_chains * (len(betas) - 1)
@@ -753,8 +931,31 @@ def _hmc_step(target, b, h, eps, n_leapfrog, keys, counters):
     return torch.where(accept.unsqueeze(-1), q, h), accept
 
 
+def _tune_step_multipliers(target, betas, h, eps, n_leapfrog, keys, n_docs, n_chains, goal):
+    """Per-document step multipliers from a pilot run (Robbins-Monro on log step).
+
+    The pilot anneals its own chains (fresh start, its own random numbers) over
+    ``betas``; after each HMC transition the log multiplier of a document moves by
+    (acceptance rate over its chains - goal) / sqrt(step). Returns the Polyak
+    average of the second half. The main run then uses these steps unchanged, so
+    each of its transitions is a fixed, exactly invariant kernel.
+    """
+    log_m = torch.zeros(n_docs, dtype=torch.float64, device=h.device)
+    history = []
+    n_steps = len(betas) - 1
+    for s in range(1, n_steps + 1):
+        m = torch.exp(log_m).repeat_interleave(n_chains).unsqueeze(-1)
+        h, acc = _hmc_step(target, float(betas[s]), h, eps * m, n_leapfrog, keys, (6, s))
+        rate = acc.to(torch.float64).view(n_docs, n_chains).mean(1)
+        log_m = log_m + (rate - goal) / math.sqrt(s)
+        if s > n_steps // 2:
+            history.append(log_m)
+    return torch.exp(torch.stack(history).mean(0))
+
+
 def _continuous_ais(view, X, *, n_temperatures, n_chains, schedule, device, root,
-                    step_size=0.25, n_leapfrog=5, start="proposal", batch_size=256):
+                    step_size=0.25, n_leapfrog=5, start="proposal", batch_size=256,
+                    target_acceptance=None, n_pilot_temperatures=50):
     betas = _schedule(schedule, n_temperatures)
     n_docs = X.shape[0]
     batch_size = max(1, min(batch_size, _MAX_ELEMENTS // max(n_chains * X.shape[1], 1)))
@@ -768,6 +969,8 @@ def _continuous_ais(view, X, *, n_temperatures, n_chains, schedule, device, root
     if not hasattr(prior, "log_prob_h"):
         raise ValueError("The continuous engine needs a prior with log_prob_h/sample_h.")
     docs = np.flatnonzero(lengths > 0)
+    mult_all = []
+    pilot_betas = _schedule(schedule, min(n_pilot_temperatures, n_temperatures))
     for bstart in range(0, len(docs), batch_size):
         batch = docs[bstart : bstart + batch_size]
         x = torch.as_tensor(X[batch].toarray(), dtype=torch.float64, device=device)
@@ -787,6 +990,12 @@ def _continuous_ais(view, X, *, n_temperatures, n_chains, schedule, device, root
         # fixed per-row step: proportional to the start's scale, shrunk with length
         n_tok = xr.sum(-1, keepdim=True)
         eps = step_size * torch.minimum(scale, 1.0 / torch.sqrt(1.0 + n_tok).expand_as(scale) * 3.0)
+        if target_acceptance is not None:
+            h_pilot = loc + scale * _normal(keys.view(-1, 1), 5, dims)
+            mult = _tune_step_multipliers(target, pilot_betas, h_pilot, eps, n_leapfrog, keys,
+                                          len(batch), n_chains, target_acceptance)
+            eps = eps * mult.repeat_interleave(n_chains).unsqueeze(-1)
+            mult_all.append(mult)
         logw = torch.zeros(h.shape[0], dtype=torch.float64, device=device)
         n_steps = len(betas) - 1
         for s in range(1, n_steps + 1):
@@ -797,9 +1006,14 @@ def _continuous_ais(view, X, *, n_temperatures, n_chains, schedule, device, root
                 acc_count += acc.numel()
         e, s_, ess = _logmeanexp_stats(logw.view(len(batch), n_chains))
         est[batch], se[batch], ess_all[batch] = e.cpu().numpy(), s_.cpu().numpy(), ess.cpu().numpy()
-    n_updates = int(len(docs)) * n_chains * (len(betas) - 1) * (n_leapfrog + 1)
+    n_updates = len(docs) * n_chains * (len(betas) - 1) * (n_leapfrog + 1)
     acceptance = acc_total / acc_count if acc_count else float("nan")
-    return est, se, ess_all, n_updates, acceptance
+    tuned = None
+    if mult_all:
+        mult = torch.cat(mult_all).cpu().numpy()
+        tuned = (float(mult.min()), float(np.median(mult)), float(mult.max()))
+        n_updates += len(docs) * n_chains * (len(pilot_betas) - 1) * (n_leapfrog + 1)
+    return est, se, ess_all, n_updates, acceptance, tuned
 
 
 # --------------------------------------------------------------------------- public
@@ -818,6 +1032,8 @@ def _continuous_ais(view, X, *, n_temperatures, n_chains, schedule, device, root
         "step_size": [Interval(numbers.Real, 0, None, closed="neither")],
         "n_leapfrog": [Interval(numbers.Integral, 1, None, closed="left")],
         "start": [StrOptions({"proposal", "prior"})],
+        "target_acceptance": [None, Interval(numbers.Real, 0, 1, closed="neither")],
+        "resample_threshold": [Interval(numbers.Real, 0, 1, closed="both")],
     },
     prefer_skip_nested_validation=True,
 )
@@ -834,6 +1050,8 @@ def ais_log_likelihood(
     step_size=0.25,
     n_leapfrog=5,
     start="proposal",
+    resample_threshold=0.0,
+    target_acceptance=None,
 ):
     """Held-out log p(w | model) by annealed importance sampling.
 
@@ -870,6 +1088,29 @@ def ais_log_likelihood(
         Continuous engine only: HMC step (relative to the start's scale), leapfrog
         steps per transition, and where chains start (``"proposal"``: the
         encoder's q(h | w) when the view has one; ``"prior"``).
+    target_acceptance : float in (0, 1) or None, default=None
+        Continuous engine only. ``None``: every document uses ``step_size``
+        (scaled by the start's spread and the document's length). A value (0.65
+        is usual for HMC): a pilot run of min(50, ``n_temperatures``)
+        temperatures, with its own chains and random numbers, tunes one step
+        multiplier per document towards this acceptance rate (Robbins-Monro,
+        Polyak-averaged); the main run then uses the tuned steps unchanged, so
+        every transition is still a fixed, exactly invariant kernel (adapting on
+        the main chains themselves would only be consistent). The pilot's cost is
+        included in ``n_token_updates``; ``settings["step_multipliers"]`` gives
+        the (min, median, max) of the tuned multipliers.
+    resample_threshold : float in [0, 1], default=0.0
+        z-space engines with ``n_chains > 1``: after a weight update, a
+        document's chains are resampled (systematically, in proportion to their
+        weights) when their effective sample size falls below
+        ``resample_threshold * n_chains``, and their weights reset to the mean
+        weight. This is a sequential Monte Carlo sampler (Del Moral, Doucet &
+        Jasra 2006): still unbiased in probability, with lower variance on long
+        documents, where a few chains otherwise carry all the weight. 0 (the
+        default) never resamples. After resampling, ``per_document_stderr`` (from
+        the final weights) ignores the shared ancestry and is optimistic; compare
+        independent runs instead. ``settings["n_resampling_events"]`` counts the
+        (document, temperature) pairs resampled.
 
     Returns
     -------
@@ -891,11 +1132,14 @@ def ais_log_likelihood(
         random_state=random_state if isinstance(random_state, numbers.Integral) else None,
         device=str(device),
     )
+    resample = None
+    if resample_threshold > 0 and n_chains > 1:
+        resample = {"threshold": float(resample_threshold), "n_chains": n_chains, "events": 0}
     if mix is None and pam is not None:
         X = _check_counts(X, view.n_features, integer=True)
         est_, se, ess, n_upd = _pam_ais(
             pam, X, n_temperatures=n_temperatures, n_chains=n_chains, schedule=schedule,
-            device=device, root=root,
+            device=device, root=root, resample=resample,
         )
         settings["kernel"] = "collapsed"
         method = "ais-z-pam"
@@ -904,21 +1148,25 @@ def ais_log_likelihood(
         kernel = _resolve_kernel(kernel, device)
         est_, se, ess, n_upd = _z_ais(
             mix, X, n_temperatures=n_temperatures, n_chains=n_chains,
-            schedule=schedule, kernel=kernel, device=device, root=root,
+            schedule=schedule, kernel=kernel, device=device, root=root, resample=resample,
         )
         settings["kernel"] = kernel
         method = "ais-z"
     else:
         X = _check_counts(X, view.n_features, integer=False)
-        est_, se, ess, n_upd, acc = _continuous_ais(
+        est_, se, ess, n_upd, acc, tuned = _continuous_ais(
             view, X, n_temperatures=n_temperatures, n_chains=n_chains,
             schedule=schedule, device=device, root=root, step_size=step_size,
-            n_leapfrog=n_leapfrog, start=start,
+            n_leapfrog=n_leapfrog, start=start, target_acceptance=target_acceptance,
         )
         settings.update(kernel="hmc", step_size=step_size, n_leapfrog=n_leapfrog,
                         start=start if getattr(view, "proposal", None) is not None else "prior",
-                        acceptance_rate=acc)
+                        acceptance_rate=acc, target_acceptance=target_acceptance,
+                        step_multipliers=tuned)
         method = "ais-hmc"
+    if method != "ais-hmc":
+        settings["resample_threshold"] = float(resample_threshold)
+        settings["n_resampling_events"] = 0 if resample is None else resample["events"]
     lengths = np.asarray(X.sum(1)).ravel()
     nonempty = lengths > 0
     return HeldOutLikelihood(

@@ -7,7 +7,6 @@ prefix is a complete AIS run, so the running estimate after segment t is an
 so the later segments are cheap: a warm start.
 """
 
-import math
 import numbers
 
 import numpy as np
@@ -16,48 +15,22 @@ import torch
 from ..utils._sklearn_compat import Interval, StrOptions, validate_params
 from ..utils._torch import resolve_device
 from ._ais import (
-    _ZPath,
     _anneal,
-    _batches,
     _check_counts,
     _draw_prior,
     _expand_tokens,
+    _kernel_batches,
     _log_phi_rows,
     _logmeanexp_stats,
+    _resample,
     _resolve_kernel,
     _root_key,
     _row_keys,
     _schedule,
+    _ZPath,
     generative_view,
 )
-from ._ais import _uniform
 from ._results import HeldOutLikelihood
-
-
-def _resample(logw, z, c, n_chains, threshold, keys, stage):
-    """Systematic resampling of each document's chains where ESS < threshold * M.
-
-    Weights of resampled documents are all set to their log-mean weight, so the
-    running estimate is unchanged and stays unbiased (an SMC sampler).
-    """
-    n_docs = logw.shape[0] // n_chains
-    lw = logw.view(n_docs, n_chains)
-    w = torch.exp(lw - lw.amax(1, keepdim=True))
-    ess = w.sum(1) ** 2 / (w * w).sum(1)
-    need = ess < threshold * n_chains
-    if not bool(need.any()):
-        return logw, z, c, 0
-    cum = torch.cumsum(w / w.sum(1, keepdim=True), 1)
-    cum[:, -1] = 1.0
-    u0 = _uniform(keys.view(n_docs, n_chains)[:, :1], 77, stage)  # (D, 1)
-    points = (u0 + torch.arange(n_chains, device=z.device, dtype=torch.float64).view(1, -1)) / n_chains
-    anc = torch.searchsorted(cum, points.contiguous()).clamp_max(n_chains - 1)
-    ident = torch.arange(n_chains, device=z.device).expand(n_docs, -1)
-    anc = torch.where(need.unsqueeze(1), anc, ident)
-    flat = (anc + torch.arange(n_docs, device=z.device).view(-1, 1) * n_chains).view(-1)
-    mean_lw = torch.logsumexp(lw, 1, keepdim=True) - math.log(n_chains)
-    lw = torch.where(need.unsqueeze(1), mean_lw.expand_as(lw), lw)
-    return lw.reshape(-1), z[flat], c[flat], int(need.sum())
 
 __all__ = ["iteration_ais"]
 
@@ -159,8 +132,7 @@ def iteration_ais(
     ess_min = np.full(n_snap, np.inf)
     alphas = [torch.as_tensor(m[1], dtype=torch.float64, device=device) for m in mixes]
     n_resampled = 0
-    min_fill = 0.5 if kernel == "blocked" else 0.0
-    for batch in _batches(lengths.astype(np.int64), n_chains, n_topics, min_fill=min_fill):
+    for batch in _kernel_batches(lengths.astype(np.int64), n_chains, n_topics, kernel):
         tokens, mask, _ = _expand_tokens(X, batch)
         tokens = torch.as_tensor(tokens, device=device)
         mask_r = torch.as_tensor(mask, device=device).repeat_interleave(n_chains, 0)

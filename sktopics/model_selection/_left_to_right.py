@@ -17,19 +17,19 @@ import torch
 from ..utils._sklearn_compat import Interval, validate_params
 from ..utils._torch import resolve_device
 from ._ais import (
+    _batches,
     _bits,
     _check_counts,
     _expand_tokens,
-    _batches,
     _root_key,
     _row_keys,
-    _uniform,
     _split_pipeline,
+    _uniform,
     generative_view,
 )
 from ._results import HeldOutLikelihood
 
-__all__ = ["left_to_right_log_likelihood", "document_completion_log_likelihood"]
+__all__ = ["document_completion_log_likelihood", "left_to_right_log_likelihood"]
 
 
 def _shuffle_tokens(tokens, mask, doc_ids, root):
@@ -55,19 +55,21 @@ def _smc_batch(phi_t, alpha, tokens, mask, keys, n_particles, n_groups,
     rows_per_doc = n_groups * n_particles
     n_rows = tokens.shape[0] * rows_per_doc
     n_filters = tokens.shape[0] * n_groups
-    tok = tokens.repeat_interleave(rows_per_doc, 0)
+    tok = tokens.repeat_interleave(rows_per_doc, 0) if rejuvenate else None
+    tokens_t = tokens.T.contiguous()  # position-major: contiguous slices per step
     n_max = tokens.shape[1]
     lengths = mask.sum(1)
     if bool((lengths[1:] > lengths[:-1]).any()):
         raise ValueError("documents must be sorted by decreasing length")
     docs_active = (lengths.view(1, -1) > torch.arange(n_max, device=device).view(-1, 1)).sum(1).tolist()
     c = torch.zeros(n_rows, n_topics, dtype=torch.float64, device=device)
-    z = torch.zeros(n_rows, n_max, dtype=torch.long, device=device)
+    # the assignments are only needed to rejuvenate
+    z = torch.zeros(n_rows, n_max if rejuvenate else 1, dtype=torch.long, device=device)
     log_w = torch.zeros(n_filters, n_particles, dtype=torch.float64, device=device)
     log_p = torch.zeros(n_filters, dtype=torch.float64, device=device)
     filter_keys = keys.view(n_filters, n_particles)[:, 0]
     pos_all = torch.arange(n_max, device=device).view(1, -1)
-    u_draw = _uniform(keys.view(-1, 1), 0, pos_all)  # (rows, N)
+    u_draw = _uniform(keys.view(1, -1), 0, pos_all.view(-1, 1))  # (N, rows)
     u_res = _uniform(filter_keys.view(-1, 1), 1, pos_all)  # (filters, N)
     offsets = torch.arange(n_particles, device=device, dtype=torch.float64).view(1, -1)
     ones = torch.ones(n_rows, 1, dtype=c.dtype, device=device)
@@ -81,9 +83,10 @@ def _smc_batch(phi_t, alpha, tokens, mask, keys, n_particles, n_groups,
         nr = nf * n_particles
         if rejuvenate and n > 1:
             _rejuvenate(phi_t, alpha, tok[:nr], z[:nr], c[:nr], n, keys[:nr], n)
-        phi_w = phi_t[tok[:nr, n]]  # (rows, K)
+        nd = docs_active[n]
+        phi_w = phi_t.index_select(0, tokens_t[n, :nd]).unsqueeze(1)  # (docs, 1, K)
         cn = c[:nr]
-        weights = (cn + alpha) * phi_w
+        weights = ((cn + alpha).view(nd, rows_per_doc, n_topics) * phi_w).view(nr, n_topics)
         log_a = (torch.log(weights.sum(-1)) - math.log(n + a_sum)).view(nf, n_particles)
         norm_w = log_w[:nf] - torch.logsumexp(log_w[:nf], 1, keepdim=True)
         log_z = torch.logsumexp(norm_w + log_a, 1)
@@ -93,8 +96,9 @@ def _smc_batch(phi_t, alpha, tokens, mask, keys, n_particles, n_groups,
             log_p[:nf] += torch.where(observed_f[:nf] <= n, log_z, torch.zeros_like(log_z))
         log_w[:nf] = norm_w + log_a - log_z.unsqueeze(1)
         cum = torch.cumsum(weights, -1)
-        k = torch.searchsorted(cum, u_draw[:nr, n : n + 1] * cum[:, -1:]).clamp_(max=n_topics - 1)
-        z[:nr, n : n + 1] = k
+        k = torch.searchsorted(cum, u_draw[n, :nr].view(-1, 1) * cum[:, -1:]).clamp_(max=n_topics - 1)
+        if rejuvenate:
+            z[:nr, n : n + 1] = k
         cn.scatter_add_(1, k, ones[:nr])
         # systematic resampling where the effective sample size is low
         if resample_threshold > 0 and n < n_max - 1:
@@ -110,9 +114,9 @@ def _smc_batch(phi_t, alpha, tokens, mask, keys, n_particles, n_groups,
                 ident = torch.arange(n_particles, device=device).expand(nf, -1)
                 anc = torch.where(need.unsqueeze(1), anc, ident)
                 flat = (anc + torch.arange(nf, device=device).view(-1, 1) * n_particles).view(-1)
-                c[:nr] = c[:nr][flat]
+                c[:nr] = c[:nr].index_select(0, flat)
                 if rejuvenate:  # the assignments are only needed to rejuvenate
-                    z[:nr] = z[:nr][flat]
+                    z[:nr] = z[:nr].index_select(0, flat)
                 log_w[:nf] = torch.where(need.unsqueeze(1), torch.zeros_like(w), log_w[:nf])
     return log_p, n_resamples
 
@@ -141,7 +145,7 @@ def _smc_log_likelihood(mix, X, *, n_particles, n_filters, resample_threshold, r
     est = np.zeros(n_docs)
     se = np.zeros(n_docs)
     n_res = 0
-    for batch in _batches(lengths, n_particles * n_filters, 4):
+    for batch in _batches(lengths, n_particles * n_filters, 2):
         tokens, mask, _ = _expand_tokens(X, batch)
         tokens = torch.as_tensor(tokens, device=device)
         mask = torch.as_tensor(mask, device=device)

@@ -27,12 +27,11 @@ from scipy.optimize import linear_sum_assignment
 from ..utils._sklearn_compat import Interval, StrOptions, validate_params
 from ..utils._torch import resolve_device
 from ._ais import (
-    _ZPath,
     _anneal,
-    _batches,
     _check_counts,
     _draw_prior,
     _expand_tokens,
+    _kernel_batches,
     _kernel_fn,
     _log_phi_rows,
     _logmeanexp_stats,
@@ -42,12 +41,13 @@ from ._ais import (
     _schedule,
     _split_pipeline,
     _uniform,
+    _ZPath,
     ais_log_likelihood,
     generative_view,
 )
 from ._results import ModelComparison
 
-__all__ = ["ratio_ais", "align_topics", "embed_smaller_model"]
+__all__ = ["align_topics", "embed_smaller_model", "ratio_ais"]
 
 
 def align_topics(phi_a, phi_b):
@@ -306,8 +306,7 @@ def ratio_ais(
     betas = _schedule(schedule, n_temperatures)
     start_betas = _schedule(schedule, n_start_temperatures or n_temperatures)
     lengths = np.asarray(X.sum(1)).ravel()
-    batches = _batches(lengths.astype(np.int64), n_chains, phi_a.shape[0],
-                       min_fill=0.5 if kernel == "blocked" else 0.0)
+    batches = _kernel_batches(lengths.astype(np.int64), n_chains, phi_a.shape[0], kernel)
     common = dict(X=X, batches_info=batches, kind=path, betas=betas, start=start,
                   start_betas=start_betas, n_burnin=n_burnin_sweeps, n_chains=n_chains,
                   kernel=kernel, root=root, device=device)

@@ -15,9 +15,9 @@ from ._ratio_ais import ratio_ais
 
 __all__ = [
     "make_ais_scorer",
+    "make_coherence_scorer",
     "make_left_to_right_scorer",
     "make_ratio_ais_scorer",
-    "make_coherence_scorer",
 ]
 
 
