@@ -38,7 +38,7 @@ import numpy as np
 import torch
 
 import sktopics
-from sktopics import MoLDA, PAMVI
+from sktopics import PAMVI, MoLDA
 from sktopics.metrics import npmi_coherence, topic_diversity
 
 DATA_HOME = os.environ.get("SKTOPICS_DATA", "/work/shared/data")

@@ -114,3 +114,11 @@ def test_pickle_clone_reproducible(X):
 def test_l2_norm(X):
     model = MoLDA(components=(2, 3), logvar_norm="l2", **FAST).fit(X)
     np.testing.assert_allclose(model.transform(X[:1]), model.transform(X)[:1], atol=1e-10)
+
+
+def test_word_gain_per_component():
+    X, _, _ = make_lda_corpus(n_samples=40, n_features=20, n_components=3, random_state=0)
+    model = MoLDA(components=(2, 3), **FAST).fit(X)
+    assert all(part.gain is not None for part in model.net_.module_.decoder.parts)
+    plain = MoLDA(components=(2, 3), word_gain=False, **FAST).fit(X)
+    assert all(part.gain is None for part in plain.net_.module_.decoder.parts)

@@ -72,7 +72,7 @@ def test_structure_validation(spec, match):
 
 def test_structure_is_frozen():
     structure = PAMStructure.from_spec((2, 3))
-    with pytest.raises(Exception):
+    with pytest.raises(AttributeError):  # dataclasses.FrozenInstanceError
         structure.levels = (3, 3)
     with pytest.raises(ValueError):
         structure.masks[1][0, 0] = False
@@ -307,3 +307,14 @@ def test_generative_view_matches_brute_force(spec):
     assert alpha_root.shape == (2,) and np.all(alpha_sub[~structure.masks[1]] == 0)
     loc, scale = view.proposal(torch.as_tensor(counts))
     assert loc.shape == scale.shape == (4, view.prior.latent_dim)
+
+
+def test_word_gain_switches_the_decoder(corpus):
+    X = corpus[0]
+    avitm = PAMVI((2, 4), word_gain=False, **FAST).fit(X)
+    gained = PAMVI((2, 4), **FAST).fit(X)
+    assert avitm.net_.module_.decoder.gain is None
+    gain = gained.net_.module_.decoder.gain
+    assert gain is not None and gain.shape == (X.shape[1],)
+    assert not torch.allclose(gain, torch.ones_like(gain))  # learned, not frozen at 1
+    np.testing.assert_allclose(gained.components_.sum(1), 1.0)

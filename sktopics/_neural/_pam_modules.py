@@ -31,6 +31,7 @@ __all__ = [
     "L2Normalization",
     "LevelEncoder",
     "StructuredEncoder",
+    "GainMixtureDecoder",
     "ConcatMixtureDecoder",
     "PAMVAE",
 ]
@@ -100,16 +101,40 @@ class StructuredEncoder(nn.Module):
         return tuple(o[0] for o in outputs), tuple(o[1] for o in outputs)
 
 
+class GainMixtureDecoder(MixtureDecoder):
+    """AVITM's mixture decoder with a learnable per-word gain on the batch-normed logits.
+
+    ``phi = softmax(g * BN(beta) + b)``, ``g`` initialised to 1 (``word_gain=False``
+    keeps AVITM's ``softmax(BN(beta) + b)``). The batch norm across topics gives every
+    word's logits unit spread over the topics, so generic words must be specific to
+    some topic; the gain lets such words spread evenly (``g -> 0``) while keeping the
+    normalisation's conditioning.
+    """
+
+    def __init__(self, n_topics, n_features, bn_eps, word_gain=True):
+        super().__init__(n_topics, n_features, bn_eps)
+        self.gain = nn.Parameter(torch.ones(n_features)) if word_gain else None
+
+    def topic_word(self):
+        if self.gain is None:
+            return super().topic_word()
+        beta = self.beta
+        normed = (beta - beta.mean(0)) * torch.rsqrt(beta.var(0, unbiased=False) + self.bn_eps)
+        return torch.softmax(self.gain * normed + self.bias, dim=-1)
+
+
 class ConcatMixtureDecoder(nn.Module):
-    """Several :class:`~._modules.MixtureDecoder` side by side (MoLDA's components).
+    """Several :class:`GainMixtureDecoder` side by side (MoLDA's components).
 
     Each component normalises its own topic matrix (batch norm across its topics
     for each word, then a softmax); the leaf weights cover all components' topics.
     """
 
-    def __init__(self, n_topics, n_features, bn_eps):
+    def __init__(self, n_topics, n_features, bn_eps, word_gain=True):
         super().__init__()
-        self.parts = nn.ModuleList(MixtureDecoder(k, n_features, bn_eps) for k in n_topics)
+        self.parts = nn.ModuleList(
+            GainMixtureDecoder(k, n_features, bn_eps, word_gain) for k in n_topics
+        )
 
     def topic_word(self):
         return torch.cat([part.topic_word() for part in self.parts], dim=0)
@@ -130,7 +155,7 @@ class PAMVAE(nn.Module):
     Parameters
     ----------
     encoder : StructuredEncoder
-    decoder : MixtureDecoder or ConcatMixtureDecoder
+    decoder : GainMixtureDecoder or ConcatMixtureDecoder
     masks : list of bool arrays, one ``(P, C)`` per level
     prior_means, prior_vars : list of arrays, one ``(P, C)`` per level
     theta_dropout : float

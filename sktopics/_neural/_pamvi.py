@@ -24,8 +24,7 @@ from ..utils._docstring import fill_doc
 from ..utils._sklearn_compat import Interval, StrOptions, check_is_fitted
 from ._docs import COUNT_POLICY, ENCODER_AND_TRAINING
 from ._estimator import NeuralTopicModel
-from ._modules import MixtureDecoder
-from ._pam_modules import LOGVAR_NORMS, PAMVAE, StructuredEncoder
+from ._pam_modules import LOGVAR_NORMS, PAMVAE, GainMixtureDecoder, StructuredEncoder
 
 __all__ = ["PAMVI", "PAMTopicModel"]
 
@@ -44,6 +43,7 @@ class PAMTopicModel(NeuralTopicModel):
     }
     _parameter_constraints.update({
         "logvar_norm": [StrOptions(set(LOGVAR_NORMS))],
+        "word_gain": ["boolean"],
     })
 
     # ----------------------------------------------------------------- fitting
@@ -296,8 +296,18 @@ PAM_TRAINING = ENCODER_AND_TRAINING.replace(
 )
 
 
+WORD_GAIN = """
+word_gain : bool, default=True
+    Learn a per-word gain on the batch-normed topic logits,
+    ``phi = softmax(g * BN(beta) + b)``. AVITM's decoder (``False``) gives every
+    word unit spread across topics, which forces generic words into low-use
+    "junk" topics; the gain lets them spread evenly. It raised test NPMI on BBC
+    News and 20 Newsgroups and was neutral on NIPS (user guide).
+"""
+
+
 @fill_doc(shared_parameters=PAM_TRAINING, fitted_attributes=_PAM_FITTED_ATTRIBUTES,
-          count_policy=COUNT_POLICY)
+          count_policy=COUNT_POLICY, word_gain=WORD_GAIN)
 class PAMVI(PAMTopicModel):
     """Pachinko Allocation Machine trained by amortised variational inference (aviPAM).
 
@@ -334,6 +344,7 @@ class PAMVI(PAMTopicModel):
         Normalisation of the encoder heads against slow learning and component
         collapse: TF-style batch norm on the mean and log sigma^2 heads, the
         paper's batch-free l2 variant on log sigma^2, or nothing.
+    {word_gain}
     {shared_parameters}
     dropout : float, default=0.0
         Drop probability after each level MLP's last hidden layer and on the
@@ -378,8 +389,8 @@ class PAMVI(PAMTopicModel):
 
     ``score`` estimates the held-out log-likelihood per token by importance
     sampling from the encoder and the prior
-    (:func:`~sktopics.model_selection.default_score`). The generative view exposes the paths-summed-out likelihood
-    and ``path_mixture()`` for :mod:`sktopics.model_selection`.
+    (:func:`~sktopics.model_selection.default_score`). The generative view exposes the
+    paths-summed-out likelihood and ``path_mixture()`` for :mod:`sktopics.model_selection`.
 
     References
     ----------
@@ -418,6 +429,7 @@ class PAMVI(PAMTopicModel):
         doc_topic_prior=1.0,
         subtopic_prior=1.0,
         logvar_norm="batchnorm",
+        word_gain=True,
         hidden_sizes=(100, 100),
         activation="softplus",
         dropout=0.0,
@@ -443,6 +455,7 @@ class PAMVI(PAMTopicModel):
         self.doc_topic_prior = doc_topic_prior
         self.subtopic_prior = subtopic_prior
         self.logvar_norm = logvar_norm
+        self.word_gain = word_gain
         self.hidden_sizes = hidden_sizes
         self.activation = activation
         self.dropout = dropout
@@ -471,4 +484,5 @@ class PAMVI(PAMTopicModel):
         return pam_level_alphas(structure, self.doc_topic_prior, self.subtopic_prior)
 
     def _build_decoder(self, n_features):
-        return MixtureDecoder(self.structure_.n_leaf_topics, n_features, self.bn_eps)
+        return GainMixtureDecoder(self.structure_.n_leaf_topics, n_features, self.bn_eps,
+                                  self.word_gain)
