@@ -22,7 +22,7 @@ import torch
 from _common import default_data_home
 
 from sktopics import ProdLDA
-from sktopics.datasets import load_20ng_etm, load_20news_avitm
+from sktopics.datasets import load_20news_avitm, load_20ng_etm
 from sktopics.metrics import npmi_coherence, topic_diversity
 
 LOADERS = {"20news_avitm": load_20news_avitm, "20ng_etm": load_20ng_etm}

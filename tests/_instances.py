@@ -4,7 +4,7 @@ Each estimator module adds one entry to ``FAST_PARAMS``; ``tests/test_common.py`
 scikit-learn's ``parametrize_with_checks`` on all of them.
 """
 
-from sktopics import AVITM, LDAGibbs, MoLDA, PAMVI, ProdLDA
+from sktopics import AVITM, PAMVI, LDAGibbs, MoLDA, ProdLDA
 
 _NEURAL_FAST = dict(n_components=3, max_iter=2, batch_size=8, hidden_sizes=(8, 8), device="cpu")
 

@@ -13,6 +13,7 @@ from scipy import stats
 
 import sktopics.datasets as ds
 from sktopics.datasets import (
+    _synthetic,
     get_data_home,
     load_20news_avitm,
     load_20ng_etm,
@@ -23,7 +24,6 @@ from sktopics.datasets import (
     load_octis,
     make_lda_corpus,
 )
-from sktopics.datasets import _synthetic
 
 
 def _shared_data():

@@ -41,7 +41,7 @@ models = {
     "sklearn LDA (VB)": LatentDirichletAllocation(
         n_components=n_topics, max_iter=20, learning_method="batch", random_state=0),
 }
-for name, model in models.items():
+for model in models.values():
     model.fit(X_train)
 
 # %%
@@ -60,7 +60,7 @@ for name, model in models.items():
 # Per-topic NPMI (epsilon convention): each dot is a topic, the bar the mean.
 fig, ax = plt.subplots(figsize=(7, 3.5))
 rng = np.random.default_rng(0)
-for i, (name, (eps, _, _)) in enumerate(scores.items()):
+for i, (eps, _, _) in enumerate(scores.values()):
     jitter = rng.uniform(-0.15, 0.15, size=eps.per_topic.size)
     ax.scatter(i + jitter, eps.per_topic, s=14, alpha=0.7)
     ax.hlines(eps.mean, i - 0.3, i + 0.3, color="black")
@@ -73,7 +73,7 @@ fig.tight_layout()
 # Coherence against diversity. A model can buy coherence by repeating the same
 # frequent words in many topics; the two axes together show the trade-off.
 fig, ax = plt.subplots(figsize=(5, 3.5))
-for name, (eps, zero, diversity) in scores.items():
+for name, (eps, _, diversity) in scores.items():
     ax.scatter(diversity, eps.mean, s=40)
     ax.annotate(name, (diversity, eps.mean), textcoords="offset points",
                 xytext=(5, 4), fontsize=8)
