@@ -147,10 +147,13 @@ class MixtureDecoder(nn.Module):
         self.bias = nn.Parameter(torch.zeros(n_features))
         self.bn_eps = bn_eps
 
-    def topic_word(self):
+    def normed_beta(self):
+        """The topic matrix batch-normed across topics, word by word (no affine)."""
         beta = self.beta
-        normed = (beta - beta.mean(0)) * torch.rsqrt(beta.var(0, unbiased=False) + self.bn_eps)
-        return torch.softmax(normed + self.bias, dim=-1)
+        return (beta - beta.mean(0)) * torch.rsqrt(beta.var(0, unbiased=False) + self.bn_eps)
+
+    def topic_word(self):
+        return torch.softmax(self.normed_beta() + self.bias, dim=-1)
 
     def forward(self, theta):
         return torch.log(theta @ self.topic_word() + 1e-10)

@@ -118,9 +118,7 @@ class GainMixtureDecoder(MixtureDecoder):
     def topic_word(self):
         if self.gain is None:
             return super().topic_word()
-        beta = self.beta
-        normed = (beta - beta.mean(0)) * torch.rsqrt(beta.var(0, unbiased=False) + self.bn_eps)
-        return torch.softmax(self.gain * normed + self.bias, dim=-1)
+        return torch.softmax(self.gain * self.normed_beta() + self.bias, dim=-1)
 
 
 class ConcatMixtureDecoder(nn.Module):

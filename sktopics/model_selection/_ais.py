@@ -752,6 +752,22 @@ def _kernel_fn(kernel, path):
     return _sweep_collapsed
 
 
+def _systematic_ancestors(w, need, u0):
+    """Row indices after systematic resampling of the groups flagged by ``need``.
+
+    ``w`` (G, M) holds non-negative weights of M members per group, ``u0`` (G, 1) one
+    uniform per group; rows are group-major, and unflagged groups keep their rows.
+    """
+    n_groups, m = w.shape
+    cum = torch.cumsum(w / w.sum(1, keepdim=True), 1)
+    cum[:, -1] = 1.0
+    points = (u0 + torch.arange(m, device=w.device, dtype=torch.float64).view(1, -1)) / m
+    anc = torch.searchsorted(cum, points.contiguous()).clamp_max(m - 1)
+    ident = torch.arange(m, device=w.device).expand(n_groups, -1)
+    anc = torch.where(need.unsqueeze(1), anc, ident)
+    return (anc + torch.arange(n_groups, device=w.device).view(-1, 1) * m).view(-1)
+
+
 def _resample(logw, z, c, n_chains, threshold, keys, *counters):
     """Systematic resampling of each document's chains where ESS < threshold * M.
 
@@ -765,14 +781,8 @@ def _resample(logw, z, c, n_chains, threshold, keys, *counters):
     need = ess < threshold * n_chains
     if not bool(need.any()):
         return logw, z, c, 0
-    cum = torch.cumsum(w / w.sum(1, keepdim=True), 1)
-    cum[:, -1] = 1.0
     u0 = _uniform(keys.view(n_docs, n_chains)[:, :1], 77, *counters)  # (D, 1)
-    points = (u0 + torch.arange(n_chains, device=z.device, dtype=torch.float64).view(1, -1)) / n_chains
-    anc = torch.searchsorted(cum, points.contiguous()).clamp_max(n_chains - 1)
-    ident = torch.arange(n_chains, device=z.device).expand(n_docs, -1)
-    anc = torch.where(need.unsqueeze(1), anc, ident)
-    flat = (anc + torch.arange(n_docs, device=z.device).view(-1, 1) * n_chains).view(-1)
+    flat = _systematic_ancestors(w, need, u0)
     mean_lw = torch.logsumexp(lw, 1, keepdim=True) - math.log(n_chains)
     lw = torch.where(need.unsqueeze(1), mean_lw.expand_as(lw), lw)
     return lw.reshape(-1), z[flat], c[flat], int(need.sum())

@@ -24,6 +24,7 @@ from ._ais import (
     _root_key,
     _row_keys,
     _split_pipeline,
+    _systematic_ancestors,
     _uniform,
     generative_view,
 )
@@ -71,7 +72,6 @@ def _smc_batch(phi_t, alpha, tokens, mask, keys, n_particles, n_groups,
     pos_all = torch.arange(n_max, device=device).view(1, -1)
     u_draw = _uniform(keys.view(1, -1), 0, pos_all.view(-1, 1))  # (N, rows)
     u_res = _uniform(filter_keys.view(-1, 1), 1, pos_all)  # (filters, N)
-    offsets = torch.arange(n_particles, device=device, dtype=torch.float64).view(1, -1)
     ones = torch.ones(n_rows, 1, dtype=c.dtype, device=device)
     if n_observed is not None:  # document completion: score positions >= n_observed only
         observed_f = n_observed.repeat_interleave(n_groups)
@@ -107,13 +107,7 @@ def _smc_batch(phi_t, alpha, tokens, mask, keys, n_particles, n_groups,
             need = ess < resample_threshold * n_particles
             if bool(need.any()):
                 n_resamples += int(need.sum())
-                cum_w = torch.cumsum(w / w.sum(1, keepdim=True), 1)
-                cum_w[:, -1] = 1.0
-                points = (u_res[:nf, n : n + 1] + offsets) / n_particles
-                anc = torch.searchsorted(cum_w, points).clamp_max(n_particles - 1)
-                ident = torch.arange(n_particles, device=device).expand(nf, -1)
-                anc = torch.where(need.unsqueeze(1), anc, ident)
-                flat = (anc + torch.arange(nf, device=device).view(-1, 1) * n_particles).view(-1)
+                flat = _systematic_ancestors(w, need, u_res[:nf, n : n + 1])
                 c[:nr] = c[:nr].index_select(0, flat)
                 if rejuvenate:  # the assignments are only needed to rejuvenate
                     z[:nr] = z[:nr].index_select(0, flat)
