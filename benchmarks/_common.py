@@ -6,6 +6,8 @@ import platform
 import subprocess
 from pathlib import Path
 
+import numpy as np
+
 RESULTS = Path(__file__).resolve().parent / "results"
 
 
@@ -89,3 +91,23 @@ def markdown_table(rows, columns):
     lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
     lines += ["| " + " | ".join(fmt(row.get(c)) for c in columns) + " |" for row in rows]
     return "\n".join(lines) + "\n"
+
+
+def load_pam_corpus(name, data_home=None):
+    """Train and test splits of ``20ng``, ``nips`` or ``bbc`` for the PAM scripts.
+
+    Returns ``(train, test, X, X_test)``: the loaders' bunches, the training counts
+    (float32 CSR, empty documents dropped) and the test counts (CSR).
+    """
+    from sktopics.datasets import load_20news_avitm, load_bbc_news, load_nips
+
+    home = data_home or default_data_home()
+    if name == "20ng":
+        train, test = load_20news_avitm(home, subset="train"), load_20news_avitm(home, subset="test")
+    elif name == "nips":
+        train, test = load_nips(home, subset="train"), load_nips(home, subset="test")
+    else:
+        train, test = load_bbc_news(subset="train"), load_bbc_news(subset="test")
+    X = train.data.tocsr().astype(np.float32)
+    X = X[np.asarray(X.sum(1)).ravel() > 0]
+    return train, test, X, test.data.tocsr()

@@ -13,23 +13,29 @@ topics aligned to the symmetric model's.
   learned topics win on about 89 % of documents. Metric: % of documents where the
   estimate favours A ("% correct"), and agreement with the gold's sign.
 * Experiment 2 (asymmetric vs symmetric alpha): A = (phi_asym, alpha_asym),
-  B = (phi_sym, alpha_sym). Metric: correlation with a long left-to-right run and with
-  the gold.
-* For both experiments and both budgets: variance over repeated runs of the per-document
+  B = (phi_sym, alpha_sym), two separately trained models. Metric: correlation with a
+  long left-to-right run and with the gold.
+* Experiment 2b (``alpha_only``, one reading of the poster, which does not say how its
+  models were trained): A = (phi_asym, alpha_asym), B = (phi_asym, alpha_sym), the same
+  topics with only alpha differing. Same metrics.
+* For every experiment and both budgets: variance over repeated runs of the per-document
   perplexity ratio r_d = exp(-delta_d / N_d), averaged over documents; the corpus-level
   perplexity ratio; token-updates and seconds.
 
-Methods at **equal cost** (token-updates per document and pair of models, budget B):
-left-to-right (SMC, R = B particles per model), standard AIS (S = B temperatures per
-model, one chain), ratio-AIS geometric and convex, forward and reverse (a standard AIS
-start of B temperatures into the source model, then B temperatures from one model to
-the other, one chain). Linear schedules, the collapsed (lock-step sequential) kernel.
+Methods at **equal cost** (2B token-updates per token, per document and pair of models,
+budget B): left-to-right (SMC, R = B particles per model), standard AIS (S = B
+temperatures per model, one chain), ratio-AIS geometric and convex, forward, reverse
+(one run of 2B) and both (the mean of a forward and a reverse run of B each; the two
+path biases have opposite signs). A ratio-AIS run of C sweeps per token starts with one
+left-to-right draw from the source posterior (``start="sequential"``), then max(2, C/10)
+Gibbs sweeps under the source model, then C - 1 - burn-in temperatures on the path. One
+chain, linear schedules, the collapsed (lock-step sequential) kernel.
 
 Gold: bidirectional ratio-AIS (geometric in experiment 1, hybrid in experiment 2) with
-``--gold-S`` temperatures, an AIS start of ``--gold-S0``, ``--gold-chains`` chains, run
-twice with independent seeds; gold = mean of the four estimates. Reported: the
-agreement of the two runs relative to their standard errors, and the forward/reverse
-bracket.
+``--gold-S`` temperatures (``--gold-S-asym`` in experiment 2, whose posteriors are far
+apart; half of ``--gold-S`` in 2b), an AIS start, one chain, run twice with independent
+seeds; gold = mean of the four estimates. Reported: the agreement of the two runs and the
+forward/reverse bracket. ``--gold-cache`` reuses stored experiment-2 gold runs.
 
 Run ``python benchmarks/bench_model_selection.py`` (under ``/tmp/bin/cpu-shared``);
 ``--speed`` instead measures throughput (run it under ``/tmp/bin/cpu-timed``).
@@ -58,31 +64,33 @@ from sktopics.model_selection import (
     ratio_ais,
 )
 
-METHODS = ["lr", "ais", "geometric_fwd", "geometric_rev", "convex_fwd", "convex_rev"]
+METHODS = ["lr", "ais", "geometric_fwd", "geometric_rev", "convex_fwd", "convex_rev",
+           "geometric_both", "convex_both"]
+EXPERIMENTS = ("perturbed", "asymmetric_alpha", "alpha_only")
 POSTER = {  # Foulds & Smyth poster; ACL where we use 20NG
     "pct_correct": {
-        "nips_cheap": [63.8, 48.8, 83.8, 89.2, 84.6, 87.7],
-        "nips_expensive": [84.6, 62.3, 86.9, 87.7, 87.7, 87.7],
-        "acl_cheap": [80.2, 50.8, 88.3, 92.0, 88.3, 92.3],
-        "acl_expensive": [90.7, 75.2, 90.3, 90.3, 90.3, 90.3],
+        "nips_cheap": [63.8, 48.8, 83.8, 89.2, 84.6, 87.7, None, None],
+        "nips_expensive": [84.6, 62.3, 86.9, 87.7, 87.7, 87.7, None, None],
+        "acl_cheap": [80.2, 50.8, 88.3, 92.0, 88.3, 92.3, None, None],
+        "acl_expensive": [90.7, 75.2, 90.3, 90.3, 90.3, 90.3, None, None],
     },
     "corr_with_long_lr": {
-        "nips_cheap": [0.947, 0.619, 0.973, 0.975, 0.976, 0.981],
-        "nips_expensive": [0.993, 0.852, 0.981, 0.982, 0.981, 0.982],
-        "acl_cheap": [0.965, 0.578, 0.984, 0.983, 0.987, 0.986],
-        "acl_expensive": [0.995, 0.892, 0.989, 0.989, 0.990, 0.989],
+        "nips_cheap": [0.947, 0.619, 0.973, 0.975, 0.976, 0.981, None, None],
+        "nips_expensive": [0.993, 0.852, 0.981, 0.982, 0.981, 0.982, None, None],
+        "acl_cheap": [0.965, 0.578, 0.984, 0.983, 0.987, 0.986, None, None],
+        "acl_expensive": [0.995, 0.892, 0.989, 0.989, 0.990, 0.989, None, None],
     },
     "ratio_variance": {
-        "nips_cheap": [2.6e-4, 2.6e-3, 2.0e-5, 1.5e-5, 8.2e-6, 9.8e-6],
-        "nips_expensive": [1.7e-5, 6.0e-4, 1.4e-6, 1.2e-6, 6.9e-7, 5.8e-7],
-        "acl_cheap": [1.7e-4, 3.6e-3, 1.6e-5, 1.3e-5, 7.7e-6, 6.6e-6],
-        "acl_expensive": [1.4e-5, 5.6e-4, 1.1e-6, 9.4e-7, 7.4e-7, 5.1e-7],
+        "nips_cheap": [2.6e-4, 2.6e-3, 2.0e-5, 1.5e-5, 8.2e-6, 9.8e-6, None, None],
+        "nips_expensive": [1.7e-5, 6.0e-4, 1.4e-6, 1.2e-6, 6.9e-7, 5.8e-7, None, None],
+        "acl_cheap": [1.7e-4, 3.6e-3, 1.6e-5, 1.3e-5, 7.7e-6, 6.6e-6, None, None],
+        "acl_expensive": [1.4e-5, 5.6e-4, 1.1e-6, 9.4e-7, 7.4e-7, 5.1e-7, None, None],
     },
     "corpus_ratio": {
-        "nips_cheap": [0.984, 0.975, 1.01, 0.992, 1.01, 0.994],
-        "nips_expensive": [0.989, 0.990, 1.00, 0.999, 1.00, 0.998],
-        "acl_cheap": [0.984, 0.980, 1.00, 0.985, 1.00, 0.988],
-        "acl_expensive": [0.987, 0.989, 0.994, 0.992, 0.996, 0.992],
+        "nips_cheap": [0.984, 0.975, 1.01, 0.992, 1.01, 0.994, None, None],
+        "nips_expensive": [0.989, 0.990, 1.00, 0.999, 1.00, 0.998, None, None],
+        "acl_cheap": [0.984, 0.980, 1.00, 0.985, 1.00, 0.988, None, None],
+        "acl_expensive": [0.987, 0.989, 0.994, 0.992, 0.996, 0.992, None, None],
     },
 }
 
@@ -106,6 +114,13 @@ def parse():
     p.add_argument("--gold-S", type=int, default=200)
     p.add_argument("--gold-S0", type=int, default=50)
     p.add_argument("--gold-chains", type=int, default=1)
+    p.add_argument("--gold-S-asym", type=int, default=2000,
+                   help="temperatures of the asymmetric-alpha gold (its posteriors are far apart)")
+    p.add_argument("--gold-S0-asym", type=int, default=200)
+    p.add_argument("--gold-cache", default=None,
+                   help="folder of gold_<corpus>_asym_S<S>.npz files (per-document forward and "
+                        "reverse estimates of the two asymmetric-alpha gold runs) to reuse")
+    p.add_argument("--experiments", default=",".join(EXPERIMENTS))
     p.add_argument("--pilot-S", type=int, default=30,
                    help="temperatures of the sigma pilot (each direction and its start)")
     p.add_argument("--long-lr", type=int, default=200, help="particles of the long LR run")
@@ -121,6 +136,7 @@ def parse():
     if args.quick:
         args.nips_docs, args.ng_docs, args.fit_sweeps = 5, 30, 20
         args.gold_S, args.gold_S0, args.expensive, args.long_lr = 40, 10, 20, 20
+        args.gold_S_asym, args.gold_S0_asym = 40, 10
         args.cheap_repeats, args.out = 2, "model_selection_quick"
     return args
 
@@ -197,23 +213,59 @@ def estimators(A, B, X, budget, seed):
     timed("lr", lr)
     timed("ais", ais)
     for path in ("geometric", "convex"):
-        for direction, short in (("forward", "fwd"), ("reverse", "rev")):
+        for direction, short in (("forward", "fwd"), ("reverse", "rev"), ("both", "both")):
             def run(path=path, direction=direction):
-                r = ratio_ais(A, B, X, path=path, direction=direction, n_temperatures=budget,
-                              n_start_temperatures=budget, n_chains=1, schedule="linear",
-                              start="ais", kernel="collapsed", align_topics=False, **kw)
+                # each run of a direction gets its share of the 2B token-updates per token
+                sweeps = 2 * budget if direction != "both" else budget
+                burnin, temps = ratio_budget(sweeps)
+                r = ratio_ais(A, B, X, path=path, direction=direction, n_temperatures=temps,
+                              n_chains=1, schedule="linear", start="sequential",
+                              n_burnin_sweeps=burnin, kernel="collapsed", align_topics=False,
+                              **kw)
                 return r.per_document, r.n_token_updates
             timed(f"{path}_{short}", run)
     return out
 
 
-def gold_standard(A, B, X, path, args, seeds=(1000, 2000)):
+def ratio_budget(sweeps):
+    """(burn-in sweeps, temperatures) of a ratio-AIS run costing ``sweeps`` per token.
+
+    One left-to-right draw of the source posterior, a tenth of the budget (at least 2)
+    in Gibbs sweeps under the source model, the rest on the path.
+    """
+    burnin = max(2, sweeps // 10)
+    return burnin, sweeps - 1 - burnin
+
+
+class _CachedRun:
+    """The per-document forward/reverse estimates of a gold run stored on disk."""
+
+    def __init__(self, fwd, rev, n_tokens, cost):
+        self.forward, self.reverse, self.n_tokens = fwd, rev, n_tokens
+        self.per_document = 0.5 * (fwd + rev)
+        self.per_document_gap = rev - fwd
+        self.n_token_updates = cost
+
+    def bracket(self):
+        n = self.n_tokens.sum()
+        return [float(np.exp(-self.reverse.sum() / n)), float(np.exp(-self.forward.sum() / n))]
+
+
+def gold_standard(A, B, X, path, args, S, S0, seeds=(1000, 2000), cache=None):
     """Two independent bidirectional ratio-AIS runs and their agreement."""
     runs = []
-    for seed in seeds:
+    if cache is not None and os.path.exists(cache):
+        c = np.load(cache)
+        n_tok = np.asarray(X.sum(1)).ravel()
+        if int(c["S"]) != S or int(c["S0"]) != S0 or not np.array_equal(c["n_tokens"], n_tok):
+            raise ValueError(f"{cache} was made with other settings or documents")
+        cost = int(n_tok.sum() * (S + S0) * 2)
+        runs = [(_CachedRun(c[f"fwd_{seed}"], c[f"rev_{seed}"], n_tok, cost),
+                 float(c[f"seconds_{seed}"])) for seed in seeds]
+    for seed in seeds[len(runs):]:
         t = time.perf_counter()
-        r = ratio_ais(A, B, X, path=path, direction="both", n_temperatures=args.gold_S,
-                      n_start_temperatures=args.gold_S0, n_chains=args.gold_chains,
+        r = ratio_ais(A, B, X, path=path, direction="both", n_temperatures=S,
+                      n_start_temperatures=S0, n_chains=args.gold_chains,
                       schedule="linear", start="ais", kernel="collapsed", align_topics=False,
                       random_state=seed, device="cpu")
         runs.append((r, time.perf_counter() - t))
@@ -227,7 +279,8 @@ def gold_standard(A, B, X, path, args, seeds=(1000, 2000)):
     fr = np.concatenate([r1.forward, r2.forward]).reshape(2, -1)
     rv = np.concatenate([r1.reverse, r2.reverse]).reshape(2, -1)
     info = {
-        "path": path, "S": args.gold_S, "S0": args.gold_S0, "M": args.gold_chains,
+        "path": path, "S": S, "S0": S0, "M": args.gold_chains,
+        "cached": bool(cache is not None and os.path.exists(cache)),
         "seconds": t1 + t2, "token_updates": r1.n_token_updates + r2.n_token_updates,
         "corpus_ratio": float(np.exp(-gold.sum() / n.sum())),
         "bracket_run1": r1.bracket(), "bracket_run2": r2.bracket(),
@@ -279,7 +332,7 @@ def summarise(runs, n_tokens, gold, settled, long_lr=None):
 def pick_sigma(A_phi, alpha, X, args):
     """Pilot: sigma in {0.05, ..., 0.5} whose learned topics win on ~89 % of documents."""
     pilot = {}
-    for cand in (0.05, 0.1, 0.2, 0.3, 0.5):
+    for cand in (0.05, 0.1, 0.2, 0.3, 0.4, 0.5):
         r = ratio_ais((A_phi, alpha), (perturb(A_phi, cand), alpha), X, path="geometric",
                       direction="both", n_temperatures=args.pilot_S,
                       n_start_temperatures=args.pilot_S, n_chains=1,
@@ -308,17 +361,32 @@ def run_corpus(name, args, report):
     sigma, pilot = (args.sigma, {}) if args.sigma is not None else pick_sigma(phi_sym, alpha_sym, X, args)
     info.update(sigma=sigma, sigma_pilot_pct_A_better=pilot)
     print(f"[{name}] {info}", flush=True)
+    gold_cache = None
+    if args.gold_cache:
+        gold_cache = os.path.join(args.gold_cache, f"gold_{name}_asym_S{args.gold_S_asym}.npz")
     experiments = {
-        "perturbed": ((phi_sym, alpha_sym), (perturb(phi_sym, sigma), alpha_sym), "geometric"),
-        "asymmetric_alpha": ((phi_asym, alpha_asym), (phi_sym, alpha_sym), "hybrid"),
+        "perturbed": ((phi_sym, alpha_sym), (perturb(phi_sym, sigma), alpha_sym), "geometric",
+                      args.gold_S, args.gold_S0, None),
+        "asymmetric_alpha": ((phi_asym, alpha_asym), (phi_sym, alpha_sym), "hybrid",
+                             args.gold_S_asym, args.gold_S0_asym, gold_cache),
+        # one reading of the poster: the same topics, only alpha differs
+        "alpha_only": ((phi_asym, alpha_asym), (phi_asym, alpha_sym), "hybrid",
+                       args.gold_S // 2, args.gold_S0 // 2, None),
     }
-    out = {"info": info, "experiments": {}}
+    wanted = args.experiments.split(",")
+    out = report.get(name) if args.update and name in report else None
+    if out is None or out.get("info", {}).get("sigma") != sigma:
+        out = {"info": info, "experiments": {}}
+    out["info"] = info
     report[name] = out
-    for exp, (A, B, gold_path) in experiments.items():
-        gold, settled, gold_info = gold_standard(A, B, X, gold_path, args)
+    for exp, (A, B, gold_path, gold_S, gold_S0, cache) in experiments.items():
+        if exp not in wanted:
+            continue
+        gold, settled, gold_info = gold_standard(A, B, X, gold_path, args, gold_S, gold_S0,
+                                                 cache=cache)
         print(f"[{name}/{exp}] gold {gold_info}", flush=True)
         long_lr = None
-        if exp == "asymmetric_alpha":
+        if exp != "perturbed":
             t = time.perf_counter()
             la = left_to_right_log_likelihood(A, X, n_particles=args.long_lr, n_filters=1, random_state=999)
             lb = left_to_right_log_likelihood(B, X, n_particles=args.long_lr, n_filters=1, random_state=999)
@@ -337,6 +405,8 @@ def run_corpus(name, args, report):
             budgets[bname]["_settings"] = {"budget": budget, "repeats": reps}
             print(f"[{name}/{exp}/{bname}] done at {time.perf_counter() - t0:.0f}s", flush=True)
         out["experiments"][exp] = {"gold": gold_info, "budgets": budgets}
+        out["experiments"] = {k: out["experiments"][k] for k in EXPERIMENTS
+                              if k in out["experiments"]}
         _write(report, args)  # partial results survive an interruption
 
 
@@ -444,7 +514,7 @@ def to_markdown(report, args):
                 for metric in ("pct_correct", "corr_with_long_lr", "ratio_variance", "corpus_ratio"):
                     if exp == "perturbed" and metric == "corr_with_long_lr":
                         continue
-                    if exp == "asymmetric_alpha" and metric == "pct_correct":
+                    if exp != "perturbed" and metric == "pct_correct":
                         continue
                     lines.append(f"| poster {poster.upper()} {metric} | "
                                  + " | ".join(_fmt(v) for v in POSTER[metric][key]) + " |")
@@ -454,7 +524,8 @@ def to_markdown(report, args):
 
 LABELS = {"lr": "left-to-right (SMC)", "ais": "standard AIS", "geometric_fwd": "ratio geometric",
           "geometric_rev": "ratio geometric (rev.)", "convex_fwd": "ratio convex",
-          "convex_rev": "ratio convex (rev.)"}
+          "convex_rev": "ratio convex (rev.)", "geometric_both": "ratio geometric (both, mean)",
+          "convex_both": "ratio convex (both, mean)"}
 
 
 def to_rst(report):
@@ -477,7 +548,9 @@ def to_rst(report):
                         ("var r_d", "ratio_variance", "ratio_variance", "{:.1e}"),
                         ("corpus ratio", "corpus_ratio", "corpus_ratio", "{:.4f}")]
             else:
-                title = (f"{corpus.upper()}, asymmetric vs symmetric alpha (gold corpus ratio "
+                what = ("asymmetric vs symmetric alpha, separately trained" if exp == "asymmetric_alpha"
+                        else "asymmetric vs symmetric alpha, same topics")
+                title = (f"{corpus.upper()}, {what} (gold corpus ratio "
                          f"{g['corpus_ratio']:.4f}; long LR: R = {g['long_lr']['R']})")
                 cols = [("corr. long LR", "corr_with_long_lr", "corr_with_long_lr", "{:.3f}"),
                         ("corr. gold", "corr_with_gold", None, "{:.3f}"),
@@ -495,8 +568,9 @@ def to_rst(report):
                     out.append(f"     - {LABELS[m]}")
                     for _, key, pk, fmt in cols:
                         cell = fmt.format(rows[m][key])
-                        if pk:
-                            cell += " (" + fmt.format(POSTER[pk][f"{poster}_{budget}"][i]) + ")"
+                        ref = POSTER[pk][f"{poster}_{budget}"][i] if pk else None
+                        if ref is not None:
+                            cell += " (" + fmt.format(ref) + ")"
                         out.append(f"     - {cell}")
             out.append("")
     return "\n".join(out) + "\n"

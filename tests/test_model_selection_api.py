@@ -242,7 +242,8 @@ def test_results_objects():
     cmp = ratio_ais((np.ones((2, 6)) / 6, [1, 1]), (np.ones((2, 6)) / 6, [2, 2]), X,
                     direction="both", n_temperatures=3, n_chains=2, random_state=0)
     assert isinstance(cmp, ModelComparison)
-    assert cmp.corpus_perplexity_ratio == pytest.approx(1.0, abs=2e-3)
+    # s.d. over seeds 0.0065 (29 tokens, 3 temperatures): 4.5 s.d.
+    assert cmp.corpus_perplexity_ratio == pytest.approx(1.0, abs=0.03)
     assert np.allclose(cmp.perplexity_ratio(), 1.0, atol=0.05)
     same = ratio_ais((np.ones((2, 6)) / 6, [1, 1]), (np.ones((2, 6)) / 6, [1, 1]), X,
                      n_temperatures=3, n_chains=2, random_state=0)

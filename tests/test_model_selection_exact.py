@@ -324,7 +324,7 @@ def test_ratio_ais_sandwich_and_both_directions(path):
 
 
 @pytest.mark.parametrize("path", ["geometric", "convex", "hybrid"])
-@pytest.mark.parametrize("start", ["ais", "exact"])
+@pytest.mark.parametrize("start", ["ais", "sequential", "exact"])
 def test_ratio_ais_recovers_exact_log_ratio(path, start):
     phi_a, alpha_a, X = make_problem(7, n_docs=3)
     rng = np.random.default_rng(8)
@@ -339,6 +339,46 @@ def test_ratio_ais_recovers_exact_log_ratio(path, start):
     gap_se = np.sqrt(res.forward_stderr**2 + res.reverse_stderr**2)
     assert np.all(np.abs(res.per_document_gap) < np.maximum(0.03, 6 * gap_se))
     assert res.corpus_perplexity_ratio == pytest.approx(np.exp(-exact.sum() / X.sum()), rel=0.02)
+
+
+def _sequential_start(n_burnin, n=N_REP, seed=0):
+    import scipy.sparse as sp
+
+    from sktopics.model_selection import _ais
+    from sktopics.model_selection._ratio_ais import _start_state
+
+    X = sp.csr_matrix(repeated(n=n))
+    tokens, mask, _ = _ais._expand_tokens(X, np.arange(n))
+    tokens, mask = torch.as_tensor(tokens), torch.as_tensor(mask)
+    keys = _ais._row_keys(_ais._root_key(seed), np.arange(n), 1, 20, torch.device("cpu"))
+    L = _ais._log_phi_rows(PHI_B, tokens, 1, torch.device("cpu"))
+    z, c, u = _start_state("geometric", PHI_B, ALPHA_B, L, tokens, mask, keys, 1, "sequential",
+                           None, n_burnin, "collapsed", 20, torch.device("cpu"))
+    return z.numpy(), c.numpy(), u.numpy()
+
+
+def test_sequential_start_is_a_valid_importance_sampler():
+    # one left-to-right particle: exp(u) is unbiased for p(w | B) ...
+    words = words_of(DOC)
+    _, c0, u0 = _sequential_start(0)
+    assert_unbiased_in_probability(u0, exact_log_likelihood(PHI_B, ALPHA_B, words))
+    # ... and B-invariant sweeps after it keep the weights valid: the weighted mean of
+    # the topic counts matches the exact posterior mean (enumeration)
+    zs = np.array(list(itertools.product(range(3), repeat=len(words))))
+    counts = np.stack([(zs == k).sum(1) for k in range(3)], 1)
+    lp = ((gammaln(counts + ALPHA_B) - gammaln(ALPHA_B)).sum(1)
+          + np.log(PHI_B[zs, words]).sum(1))
+    post = np.exp(lp - logsumexp(lp))
+    exact_mean = post @ counts
+    for n_burnin in (0, 2):
+        _, c, u = _sequential_start(n_burnin, seed=1)
+        w = np.exp(u - u.max())
+        w /= w.sum()
+        est = w @ c
+        se = np.sqrt(((w[:, None] * (c - est)) ** 2).sum(0))
+        assert np.all(np.abs(est - exact_mean) < 4.5 * se + 1e-9), (est, exact_mean, se)
+    # without the weights the sequential draw is off the posterior (the check has power)
+    assert np.any(np.abs(c0.mean(0) - exact_mean) > 5 * c0.std(0) / np.sqrt(len(c0)))
 
 
 def test_ratio_ais_topic_alignment_is_a_permutation_invariance():

@@ -10,8 +10,9 @@ import torch
 from scipy.optimize import linear_sum_assignment
 from sklearn.base import clone
 
-from sktopics import PAMVI
+from sktopics import PAMVI, MoLDA
 from sktopics._generative_pam import pam_laplace_prior, pam_level_alphas
+from sktopics._neural._pam_modules import L2Normalization
 from sktopics.datasets import make_pam_corpus
 from sktopics.pam import PAMStructure
 
@@ -191,6 +192,26 @@ def test_logvar_norm_variants(corpus, logvar_norm):
     np.testing.assert_allclose(model.transform(X[:1]), theta[:1], atol=1e-10)
 
 
+def test_l2_normalization_is_per_document_and_per_node():
+    """aviPAM's l2 variant: ``g * u / ||u||`` over each node's unmasked children,
+    no centring, no shift, and no dependence on the other documents of the batch."""
+    mask = np.array([[1, 1, 1, 0], [0, 1, 1, 1]], dtype=bool)
+    norm = L2Normalization(mask).train()
+    u = torch.randn(5, 8, generator=torch.Generator().manual_seed(0)) * 3 + 1
+    with torch.no_grad():
+        out = norm(u).view(5, 2, 4)
+        alone = norm(u[2:3])
+    assert torch.all(out[:, ~torch.tensor(mask)] == 0)
+    # Each node's output has norm = gain (initialised to sqrt(#children)).
+    np.testing.assert_allclose(out.norm(dim=-1).numpy(), np.sqrt(3), rtol=1e-5)
+    # Not centred: the direction of the unmasked input is kept.
+    kept = u.view(5, 2, 4) * torch.tensor(mask)
+    cos = (out * kept).sum(-1) / (out.norm(dim=-1) * kept.norm(dim=-1))
+    np.testing.assert_allclose(cos.numpy(), 1.0, rtol=1e-5)
+    # Batch-free: a document alone gives the same output as inside its batch.
+    np.testing.assert_allclose(alone.numpy(), out[2:3].reshape(1, -1).numpy(), rtol=1e-6)
+
+
 def test_bad_inputs(corpus):
     X, _, _ = corpus
     with pytest.raises(ValueError, match="Negative"):
@@ -318,3 +339,28 @@ def test_word_gain_switches_the_decoder(corpus):
     assert gain is not None and gain.shape == (X.shape[1],)
     assert not torch.allclose(gain, torch.ones_like(gain))  # learned, not frozen at 1
     np.testing.assert_allclose(gained.components_.sum(1), 1.0)
+
+
+def test_shift_init_starts_the_decoder_at_the_word_frequencies(corpus):
+    X = corpus[0]
+    counts = np.asarray(X.sum(0)).ravel() + 1.0
+    expected = np.log(counts / counts.sum())
+    expected -= expected.mean()
+    untrained = dict(FAST, max_iter=0)
+    model = PAMVI((2, 4), **untrained).fit(X)
+    np.testing.assert_allclose(model.net_.module_.decoder.bias.detach().numpy(), expected,
+                               rtol=1e-5, atol=1e-6)
+    # Before training every topic ranks the words as the corpus does (gain 1, BN'd beta
+    # of unit spread): the mean topic correlates with the log frequencies.
+    mean_topic = np.log(model.components_).mean(0)
+    assert np.corrcoef(mean_topic, expected)[0, 1] > 0.9
+    zeros = PAMVI((2, 4), shift_init="zeros", **untrained).fit(X)
+    assert np.all(zeros.net_.module_.decoder.bias.detach().numpy() == 0)
+    # The shift stays a learned parameter.
+    trained = PAMVI((2, 4), **FAST).fit(X)
+    assert not np.allclose(trained.net_.module_.decoder.bias.detach().numpy(), expected)
+    molda = MoLDA(components=(2, 3), **untrained).fit(X)
+    for part in molda.net_.module_.decoder.parts:
+        np.testing.assert_allclose(part.bias.detach().numpy(), expected, rtol=1e-5, atol=1e-6)
+    with pytest.raises(ValueError, match="shift_init"):
+        PAMVI((2, 4), shift_init="uniform", **FAST).fit(X)

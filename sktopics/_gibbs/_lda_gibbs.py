@@ -11,10 +11,11 @@ from .._generative import DirichletPrior, GenerativeView, MixtureLikelihood
 from ..utils._sklearn_compat import Interval, StrOptions
 from ..utils._torch import make_generator
 from ._hyper import optimize_alpha, optimize_beta
+from ._infer import CellCorpus, infer_doc_topic
 from ._random import counter_uniform, stream_key
 from ._state import GibbsCorpus, GibbsState, default_chunk
 from ._sweeps import (
-    infer_doc_topic,
+    STREAMS,
     log_joint,
     mh_sweep,
     parallel_sweep,
@@ -332,7 +333,7 @@ class LDAGibbs(BaseTopicModel):
             z = torch.from_numpy(saved["z"].astype(np.int32))
         elif warm:
             # Another corpus: start from a draw of z given the fitted topics.
-            z = self._draw_given_topics(corpus, alpha, seed)
+            z = self._draw_given_topics(X, corpus, alpha, seed)
         else:
             z = random_init(corpus, K, seed)
         state = GibbsState(corpus, K, z)
@@ -402,20 +403,20 @@ class LDAGibbs(BaseTopicModel):
             self._chain = None
         return self
 
-    def _draw_given_topics(self, corpus, alpha, seed):
-        """Topics of the tokens of a new corpus drawn given the fitted topics."""
+    def _draw_given_topics(self, X, corpus, alpha, seed):
+        """Topics of the tokens of a new corpus (``X``, as ``corpus``) given the fitted topics."""
         word_topic = torch.as_tensor(self.components_.T, dtype=torch.float32,
                                      device=corpus.device).contiguous()
         alpha_t = torch.as_tensor(alpha, dtype=torch.float64)
         K = self.n_components
         generator = make_generator(seed, corpus.device)
-        theta = infer_doc_topic(corpus, word_topic, alpha_t, 2, 1, seed,
-                                default_chunk(K, device=corpus.device), generator)
+        theta = infer_doc_topic(CellCorpus(X, corpus.device), word_topic, alpha_t, 2, 1, seed,
+                                generator)
         state_theta = theta.to(torch.float32)
         # One more draw of z given theta and phi.
         z = torch.empty(corpus.n_tokens, dtype=torch.int32, device=corpus.device)
         step = default_chunk(K, device=corpus.device)
-        key = stream_key(seed, 9, 0)
+        key = stream_key(seed, STREAMS["given_topics"], 0)
         for start in range(0, corpus.n_tokens, step):
             stop = min(start + step, corpus.n_tokens)
             p = state_theta.index_select(0, corpus.doc[start:stop].to(torch.int64))
@@ -430,15 +431,14 @@ class LDAGibbs(BaseTopicModel):
     # --------------------------------------------------------------- inference
     def _transform(self, X):
         device = self.device_
-        corpus = GibbsCorpus(X, device)
+        cells = CellCorpus(X, device)
         word_topic = torch.as_tensor(self.components_.T, dtype=torch.float32,
                                      device=device).contiguous()
         alpha = torch.as_tensor(self.doc_topic_prior_, dtype=torch.float64)
         seed = getattr(self, "_transform_seed", 0)
         generator = make_generator(seed, device)
         n_iter = self.transform_max_iter
-        theta = infer_doc_topic(corpus, word_topic, alpha, n_iter, n_iter // 2, seed,
-                                default_chunk(self.n_components, device=device), generator)
+        theta = infer_doc_topic(cells, word_topic, alpha, n_iter, n_iter // 2, seed, generator)
         return theta.cpu().numpy()
 
     def _generative_view(self):

@@ -45,12 +45,11 @@ __all__ = [
     "sequential_sweep",
     "random_init",
     "log_joint",
-    "infer_doc_topic",
 ]
 
 #: Stream identifiers of the counter-based random numbers.
 STREAMS = dict(init=0, dense=1, mh_word=2, mh_word_accept=3, mh_doc=4, mh_doc_accept=5,
-               sequential=6, infer=7, infer_init=8)
+               sequential=6, infer=7, given_topics=9)
 
 
 def _take(table, index):
@@ -343,72 +342,3 @@ def log_joint(state, alpha, beta, rows=1 << 16):
     n_k = state.n_k.to(torch.float64)
     total += (math.lgamma(V * beta) - torch.lgamma(n_k + V * beta)).sum()
     return float(total)
-
-
-# --------------------------------------------------------------------------- inference
-def infer_doc_topic(corpus, word_topic, alpha, n_iter, n_burn, seed, chunk, generator):
-    """Posterior mean of theta for new documents with the topics held fixed.
-
-    Blocked Gibbs on ``(theta, z)`` given ``phi``: ``z_i | theta ~ theta_d * phi_w``
-    for every token at once, then ``theta_d | z ~ Dirichlet(alpha + n_d)``. Given
-    ``phi`` documents are independent and tokens are conditionally independent
-    given ``theta``, so this fully parallel sampler is exact. The estimate is the
-    Rao-Blackwellised average of ``(n_dk + alpha) / (n_d + sum(alpha))`` over the
-    iterations after ``n_burn``. Documents without tokens get the prior mean.
-
-    Parameters
-    ----------
-    corpus : GibbsCorpus
-    word_topic : float32 tensor (V, K)
-        ``phi`` transposed.
-    alpha : float64 tensor (K,)
-    n_iter, n_burn : int
-    seed : int
-    chunk : int
-    generator : torch.Generator
-        Drives the Dirichlet draws.
-
-    Returns
-    -------
-    doc_topic : float64 tensor (D, K)
-    """
-    device = corpus.device
-    D, K = corpus.n_docs, word_topic.shape[1]
-    alpha = alpha.to(device=device, dtype=torch.float64)
-    prior_mean = alpha / alpha.sum()
-    theta = prior_mean.to(torch.float32).expand(D, K).contiguous()
-    doc_length = corpus.doc_length.to(torch.float64)[:, None]
-    acc = torch.zeros((D, K), dtype=torch.float64, device=device)
-    n_dk = torch.zeros((D, K), dtype=torch.int32, device=device)
-    flat = n_dk.view(-1)
-    n_kept = 0
-    size = min(chunk, max(corpus.n_tokens, 1))
-    p_buf = torch.empty((size, K), dtype=torch.float32, device=device)
-    tmp_buf = torch.empty((size, K), dtype=torch.float32, device=device)
-    ones = torch.ones(size, dtype=torch.int32, device=device)
-    for it in range(n_iter):
-        n_dk.zero_()
-        key = stream_key(seed, STREAMS["infer"], it)
-        for start, stop, u in _uniform_blocks(key, corpus.n_tokens, chunk, device):
-            doc = corpus.doc[start:stop]
-            p, tmp = p_buf[: stop - start], tmp_buf[: stop - start]
-            torch.index_select(theta, 0, doc, out=p)
-            torch.index_select(word_topic, 0, corpus.word[start:stop], out=tmp)
-            p.mul_(tmp)
-            cum = torch.cumsum(p, 1, out=tmp)
-            target = torch.mul(cum[:, -1], u)[:, None]
-            k = torch.searchsorted(cum, target, right=True, out_int32=True).squeeze_(1)
-            k.clamp_max_(K - 1)
-            flat.index_add_(0, _flat_index(n_dk, doc, k), ones[: stop - start])
-        counts = n_dk.to(torch.float64)
-        if it >= n_burn:
-            acc += (counts + alpha) / (doc_length + alpha.sum())
-            n_kept += 1
-        if it + 1 < n_iter:
-            gamma = torch._standard_gamma(counts + alpha, generator=generator)
-            total = gamma.sum(1, keepdim=True)
-            theta = torch.where(total > 0, gamma / total.clamp_min(1e-300), prior_mean)
-            theta = theta.to(torch.float32)
-    if n_kept == 0:
-        return (n_dk.to(torch.float64) + alpha) / (doc_length + alpha.sum())
-    return acc / n_kept

@@ -10,13 +10,13 @@ from ..utils._docstring import fill_doc
 from ..utils._sklearn_compat import Interval, check_is_fitted
 from ._docs import COUNT_POLICY
 from ._pam_modules import ConcatMixtureDecoder
-from ._pamvi import _PAM_FITTED_ATTRIBUTES, PAM_TRAINING, WORD_GAIN, PAMTopicModel
+from ._pamvi import _PAM_FITTED_ATTRIBUTES, PAM_TRAINING, SHIFT_INIT, WORD_GAIN, PAMTopicModel
 
 __all__ = ["MoLDA"]
 
 
 @fill_doc(shared_parameters=PAM_TRAINING, fitted_attributes=_PAM_FITTED_ATTRIBUTES,
-          count_policy=COUNT_POLICY, word_gain=WORD_GAIN)
+          count_policy=COUNT_POLICY, word_gain=WORD_GAIN, shift_init=SHIFT_INIT)
 class MoLDA(PAMTopicModel):
     """Word-level mixture of LDA models with different numbers of topics (aviPAM).
 
@@ -42,6 +42,7 @@ class MoLDA(PAMTopicModel):
     logvar_norm : {"batchnorm", "l2", "none"}, default="batchnorm"
         Normalisation of the encoder heads, as in :class:`PAMVI`.
     {word_gain}
+    {shift_init}
     {shared_parameters}
     dropout : float, default=0.0
         Drop probability after each level MLP's last hidden layer and on the
@@ -104,6 +105,7 @@ class MoLDA(PAMTopicModel):
         subtopic_prior=1.0,
         logvar_norm="batchnorm",
         word_gain=True,
+        shift_init="log_frequency",
         hidden_sizes=(100, 100),
         activation="softplus",
         dropout=0.0,
@@ -130,6 +132,7 @@ class MoLDA(PAMTopicModel):
         self.subtopic_prior = subtopic_prior
         self.logvar_norm = logvar_norm
         self.word_gain = word_gain
+        self.shift_init = shift_init
         self.hidden_sizes = hidden_sizes
         self.activation = activation
         self.dropout = dropout
@@ -190,7 +193,8 @@ class MoLDA(PAMTopicModel):
         return pam_level_alphas(structure, self.doc_topic_prior, full)
 
     def _build_decoder(self, n_features):
-        return ConcatMixtureDecoder(self._sizes(), n_features, self.bn_eps, self.word_gain)
+        return ConcatMixtureDecoder(self._sizes(), n_features, self.bn_eps, self.word_gain,
+                                    self._initial_shift)
 
     # ------------------------------------------------------------- read-outs
     @property

@@ -109,11 +109,17 @@ class GainMixtureDecoder(MixtureDecoder):
     word's logits unit spread over the topics, so generic words must be specific to
     some topic; the gain lets such words spread evenly (``g -> 0``) while keeping the
     normalisation's conditioning.
+
+    ``shift`` (optional, shape ``(n_features,)``) is the initial value of the
+    per-word shift ``b`` (AVITM: zeros).
     """
 
-    def __init__(self, n_topics, n_features, bn_eps, word_gain=True):
+    def __init__(self, n_topics, n_features, bn_eps, word_gain=True, shift=None):
         super().__init__(n_topics, n_features, bn_eps)
         self.gain = nn.Parameter(torch.ones(n_features)) if word_gain else None
+        if shift is not None:
+            with torch.no_grad():
+                self.bias.copy_(torch.as_tensor(shift, dtype=self.bias.dtype))
 
     def topic_word(self):
         if self.gain is None:
@@ -128,10 +134,10 @@ class ConcatMixtureDecoder(nn.Module):
     for each word, then a softmax); the leaf weights cover all components' topics.
     """
 
-    def __init__(self, n_topics, n_features, bn_eps, word_gain=True):
+    def __init__(self, n_topics, n_features, bn_eps, word_gain=True, shift=None):
         super().__init__()
         self.parts = nn.ModuleList(
-            GainMixtureDecoder(k, n_features, bn_eps, word_gain) for k in n_topics
+            GainMixtureDecoder(k, n_features, bn_eps, word_gain, shift) for k in n_topics
         )
 
     def topic_word(self):

@@ -44,6 +44,7 @@ class PAMTopicModel(NeuralTopicModel):
     _parameter_constraints.update({
         "logvar_norm": [StrOptions(set(LOGVAR_NORMS))],
         "word_gain": ["boolean"],
+        "shift_init": [StrOptions({"log_frequency", "zeros"})],
     })
 
     # ----------------------------------------------------------------- fitting
@@ -60,6 +61,8 @@ class PAMTopicModel(NeuralTopicModel):
                 f"{type(self).__name__} ({self.structure_!r} -> {self._structure()!r}); "
                 "refit with warm_start=False."
             )
+        if not (warm and hasattr(self, "net_")):
+            self._initial_shift = initial_word_shift(X, self.shift_init)
         super()._fit(X, seed, warm=warm, **options)
         self.n_components_ = self.structure_.n_leaf_topics
         self._set_usage_weights(X)
@@ -234,6 +237,19 @@ class PAMTopicModel(NeuralTopicModel):
         )
 
 
+def initial_word_shift(X, shift_init):
+    """Initial per-word shift of the decoder: centred log frequencies, or ``None`` (zeros).
+
+    ``log((n_w + 1) / sum_v (n_v + 1))`` over the training counts, centred (the
+    softmax ignores a constant).
+    """
+    if shift_init == "zeros":
+        return None
+    counts = np.asarray(X.sum(axis=0), dtype=np.float64).ravel() + 1.0
+    shift = np.log(counts / counts.sum())
+    return shift - shift.mean()
+
+
 class PAMEncoderProposal:
     """The amortised posterior over the flat PAM latent, as ``x -> (loc, scale)``."""
 
@@ -296,6 +312,16 @@ PAM_TRAINING = ENCODER_AND_TRAINING.replace(
 )
 
 
+SHIFT_INIT = """
+shift_init : {"log_frequency", "zeros"}, default="log_frequency"
+    Initial value of the decoder's learnable per-word shift ``b``: the centred
+    log word frequencies of the training counts, or AVITM's zeros. With zeros,
+    every topic starts with random high weight on rare words, and on a corpus
+    with a large vocabulary (NIPS) the topics no document takes early keep
+    them: 30 of 50 sub-topics stayed rarely used and test NPMI stalled near
+    0.05; with log frequencies 2 of 50 did and NPMI reached 0.095 (user guide).
+"""
+
 WORD_GAIN = """
 word_gain : bool, default=True
     Learn a per-word gain on the batch-normed topic logits,
@@ -307,7 +333,7 @@ word_gain : bool, default=True
 
 
 @fill_doc(shared_parameters=PAM_TRAINING, fitted_attributes=_PAM_FITTED_ATTRIBUTES,
-          count_policy=COUNT_POLICY, word_gain=WORD_GAIN)
+          count_policy=COUNT_POLICY, word_gain=WORD_GAIN, shift_init=SHIFT_INIT)
 class PAMVI(PAMTopicModel):
     """Pachinko Allocation Machine trained by amortised variational inference (aviPAM).
 
@@ -343,8 +369,12 @@ class PAMVI(PAMTopicModel):
     logvar_norm : {"batchnorm", "l2", "none"}, default="batchnorm"
         Normalisation of the encoder heads against slow learning and component
         collapse: TF-style batch norm on the mean and log sigma^2 heads, the
-        paper's batch-free l2 variant on log sigma^2, or nothing.
+        paper's batch-free l2 variant on log sigma^2, or nothing. Only
+        ``"batchnorm"`` avoided collapse on 20 Newsgroups: with ``"l2"`` (2/50,
+        15 epochs) the super-topic KL fell from 48 to 3 nats, 39 of 100 latent
+        dimensions went inactive and test NPMI dropped from 0.19 to 0.15.
     {word_gain}
+    {shift_init}
     {shared_parameters}
     dropout : float, default=0.0
         Drop probability after each level MLP's last hidden layer and on the
@@ -430,6 +460,7 @@ class PAMVI(PAMTopicModel):
         subtopic_prior=1.0,
         logvar_norm="batchnorm",
         word_gain=True,
+        shift_init="log_frequency",
         hidden_sizes=(100, 100),
         activation="softplus",
         dropout=0.0,
@@ -456,6 +487,7 @@ class PAMVI(PAMTopicModel):
         self.subtopic_prior = subtopic_prior
         self.logvar_norm = logvar_norm
         self.word_gain = word_gain
+        self.shift_init = shift_init
         self.hidden_sizes = hidden_sizes
         self.activation = activation
         self.dropout = dropout
@@ -485,4 +517,4 @@ class PAMVI(PAMTopicModel):
 
     def _build_decoder(self, n_features):
         return GainMixtureDecoder(self.structure_.n_leaf_topics, n_features, self.bn_eps,
-                                  self.word_gain)
+                                  self.word_gain, self._initial_shift)

@@ -554,6 +554,52 @@ def _geometric_steps(c, z_t, u_t, tokens_t, table, alpha_a, alpha_b, b: float,
         cj.scatter_add_(1, k, ones[:n])
 
 
+def _sequential_steps(state, z_t, u_t, tokens_t, table, a_sum: float, n_active: list[int]):
+    """Left-to-right draw z_j ~ (c_<j + alpha) x table[w_j]; returns log prod_j a_j.
+
+    ``state`` (rows, K) starts at alpha and ends at c + alpha; a_j =
+    sum_k (c_<j,k + alpha_k) table[w_j, k] / (j + A) is the predictive probability of
+    token j, so the returned log-weight (rows,) is that of one left-to-right particle
+    without resampling: exp of it is unbiased for p(w). Arguments as in
+    :func:`_shifted_steps`.
+    """
+    n_topics = state.shape[1]
+    ones = torch.ones(state.shape[0], 1, dtype=state.dtype, device=state.device)
+    logw = torch.zeros(state.shape[0], dtype=state.dtype, device=state.device)
+    for j in range(len(n_active)):
+        n = n_active[j]
+        if n == 0:
+            break
+        sj = state[:n]
+        cum = torch.cumsum(sj * table.index_select(0, tokens_t[j, :n]), -1)
+        total = cum[:, -1:]
+        logw[:n] += torch.log(total.view(-1)) - math.log(j + a_sum)
+        k = torch.searchsorted(cum, u_t[j, :n].view(-1, 1) * total)
+        k.clamp_(max=n_topics - 1)
+        z_t[j, :n] = k.view(-1)
+        sj.scatter_add_(1, k, ones[:n])
+    return logw
+
+
+def _draw_sequential(path, alpha, mask, keys, counters):
+    """z drawn token by token from the left-to-right proposal of model ``path`` at b = 1.
+
+    An importance sampler for p(z | w): returns z, counts and log-weights
+    log p(w, z) - log q(z) (one left-to-right particle; no resampling).
+    """
+    rows, n_max = mask.shape
+    positions = torch.arange(n_max, device=mask.device)
+    n_active = mask.sum(0).tolist()
+    u_t = _uniform(keys.view(1, -1), *counters, positions.view(-1, 1))  # (N, rows)
+    z_t = torch.zeros(n_max, rows, dtype=torch.long, device=mask.device)
+    state = alpha.expand(rows, -1).clone()
+    logw = _scripted(_sequential_steps)(state, z_t, u_t, path.tokens_t, path.word_table(1.0),
+                                        float(alpha.sum()), n_active)
+    z = z_t.T.contiguous()
+    c = torch.round(state - alpha)
+    return z, c, logw
+
+
 _SCRIPTED = {}
 
 

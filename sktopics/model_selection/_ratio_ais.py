@@ -11,10 +11,20 @@ one z shared by both models and no second normaliser. Paths:
 * ``"hybrid"``: geometric in phi, arithmetic in alpha (a single Polya term, so the
   blocked kernel applies even when the alphas differ).
 
-Starts: ``"ais"`` (default) runs standard AIS prior -> B first and weights the ratio
-chains by its weights (consistent, self-normalised); ``"burnin"`` Gibbs-samples B's
-posterior for a few sweeps (biased, as in the reference code); ``"exact"`` draws exact
-posterior samples by enumeration (tiny documents only; tests).
+Starts (how the chains reach p(z | w, B); the ratio chains are then weighted by the
+start's importance weights, self-normalised over the chains, which is consistent):
+``"sequential"`` (default) draws z token by token from B's left-to-right proposal, an
+importance sampler whose weight is one left-to-right particle's, then runs
+``n_burnin_sweeps`` Gibbs sweeps under B (they leave p(z | w, B) invariant, so the
+weights stay valid); ``"ais"`` runs standard AIS prior -> B; ``"burnin"`` Gibbs-samples
+B's posterior from a prior draw and ignores the start (biased, as in the reference
+code); ``"exact"`` draws exact posterior samples by enumeration (tiny documents only;
+tests).
+
+With one chain the start's weight cancels and only how close the start is to
+p(z | w, B) matters. At equal cost the sequential start plus a few sweeps is closer
+than a short AIS run from the prior, so more of the budget goes to the path between
+the models (``benchmarks/results/model_selection.md``).
 """
 
 import itertools
@@ -30,6 +40,7 @@ from ._ais import (
     _anneal,
     _check_counts,
     _draw_prior,
+    _draw_sequential,
     _expand_tokens,
     _kernel_batches,
     _kernel_fn,
@@ -136,11 +147,14 @@ def _start_state(kind, phi_s, alpha_s, L_s, tokens, mask_r, keys, n_chains, star
         c.scatter_add_(1, z, mask_r.to(c.dtype))
         return z, c, None
     path = _ZPath("geometric", L_s, alpha_t)
-    if start == "burnin":
+    if start in ("burnin", "sequential"):
+        u = None
+        if start == "sequential":
+            z, c, u = _draw_sequential(path, alpha_t, mask_r, keys, (stage, 2))
         sweep = _kernel_fn(kernel, path)
-        for i in range(n_burnin):
+        for i in range(n_burnin):  # p(z | w, source)-invariant: the weights u stay valid
             sweep(path, 1.0, z, c, mask_r, keys, (stage, 1, i))
-        return z, c, None
+        return z, c, u
     u = _anneal(path, start_betas, z, c, mask_r, keys, kernel, stage=(stage + 1))
     return z, c, u
 
@@ -197,7 +211,7 @@ def _run_direction(mix_src, mix_dst, X, batches_info, kind, betas, start, start_
         "n_temperatures": [Interval(numbers.Integral, 1, None, closed="left")],
         "n_chains": [Interval(numbers.Integral, 1, None, closed="left")],
         "schedule": [StrOptions({"sigmoid", "linear", "geometric", "power"}), "array-like"],
-        "start": [StrOptions({"ais", "burnin", "exact"})],
+        "start": [StrOptions({"ais", "sequential", "burnin", "exact"})],
         "n_start_temperatures": [None, Interval(numbers.Integral, 1, None, closed="left")],
         "n_burnin_sweeps": [Interval(numbers.Integral, 0, None, closed="left")],
         "kernel": [StrOptions({"auto", "collapsed", "blocked"})],
@@ -217,7 +231,7 @@ def ratio_ais(
     n_temperatures=100,
     n_chains=10,
     schedule="linear",
-    start="ais",
+    start="sequential",
     n_start_temperatures=None,
     n_burnin_sweeps=10,
     kernel="auto",
@@ -239,19 +253,27 @@ def ratio_ais(
     direction : {"forward", "reverse", "both"}, default="forward"
         ``"forward"`` anneals B -> A, ``"reverse"`` A -> B (the reciprocal, a
         convergence check), ``"both"`` runs both and reports their mean, the
-        per-document gap and the bracket.
+        per-document gap and the bracket. Short paths bias the forward estimate down
+        and the reverse one up by similar amounts, so at equal cost the mean of a
+        forward and a reverse run of half the temperatures is usually closer to the
+        truth than either direction alone (with one chain it is Bennett's acceptance
+        ratio estimate).
     n_temperatures : int, default=100
         Temperatures of the ratio path.
     n_chains : int, default=10
         Chains per document.
     schedule : str or array, default="linear"
-    start : {"ais", "burnin", "exact"}, default="ais"
-        How chains reach the source posterior: standard AIS prior -> source with
-        ``n_start_temperatures`` temperatures (consistent), ``n_burnin_sweeps``
-        Gibbs sweeps (biased), or exact enumeration (tiny documents only).
+    start : {"sequential", "ais", "burnin", "exact"}, default="sequential"
+        How chains reach the source posterior: a left-to-right draw followed by
+        ``n_burnin_sweeps`` Gibbs sweeps, weighted (consistent); standard AIS prior ->
+        source with ``n_start_temperatures`` temperatures (consistent);
+        ``n_burnin_sweeps`` Gibbs sweeps from a prior draw, unweighted (biased); or
+        exact enumeration (tiny documents only).
     n_start_temperatures : int or None
-        Defaults to ``n_temperatures``.
+        Temperatures of ``start="ais"``; defaults to ``n_temperatures``.
     n_burnin_sweeps : int, default=10
+        Gibbs sweeps under the source model after a ``"sequential"`` or
+        ``"burnin"`` start.
     kernel : {"auto", "collapsed", "blocked"}, default="auto"
     align_topics : bool, default=True
         Permute B's topics to match A's (Hungarian on Hellinger distances); any
@@ -326,7 +348,8 @@ def ratio_ais(
     else:
         per_doc = 0.5 * (fwd + rev)
         se = 0.5 * np.sqrt(fwd_se**2 + rev_se**2)
-    n_start = start_betas.size - 1 if start == "ais" else (n_burnin_sweeps if start == "burnin" else 0)
+    n_start = {"ais": start_betas.size - 1, "sequential": 1 + n_burnin_sweeps,
+               "burnin": n_burnin_sweeps}.get(start, 0)
     n_runs = 2 if direction == "both" else 1
     settings.update(kernel=kernel, aligned=align_topics,
                     n_start_temperatures=n_start_temperatures or n_temperatures,

@@ -1,0 +1,149 @@
+"""Screen PAMVI training variants in one fit (issue #6; the second round of pam_diagnosis.md).
+
+Usage: ``python benchmarks/pam_screen.py {20ng,nips,bbc} EPOCHS '{json}'``. The JSON holds
+PAMVI/MoLDA parameters (``"cls": "MoLDA"`` for MoLDA, ``"seed"``) plus experimental switches
+applied by patching (not estimator options): ``x_kl_warmup`` (epochs of a linear 0 -> 1 KL
+weight, per batch), ``x_klw`` (a fixed KL weight), ``x_lr`` (``"cosine"`` or ``"linear"``
+decay over the run) with ``x_lr_min`` (final fraction), ``x_mc`` (posterior samples per
+document in training), ``x_l2_mu_bn`` (with ``logvar_norm="l2"``: keep batch norm on the mean
+head), ``x_mu_l2`` (per-document centred l2 normalisation of the mean head, RMS = value).
+Prints one ``RESULT`` line: test NPMI (eps / zero), TD, rarely used sub-topics, per-level KL
+and active units, final loss and fit seconds (not a timing benchmark).
+"""
+
+import json
+import math
+import sys
+import time
+import warnings
+
+import torch
+from _common import load_pam_corpus
+from skorch.callbacks import Callback
+from torch import nn
+
+import sktopics._neural._pam_modules as PM
+from sktopics import PAMVI, MoLDA
+from sktopics._neural._modules import TFBatchNorm
+from sktopics.metrics import npmi_coherence, topic_diversity
+
+torch.set_num_threads(1)
+data, epochs = sys.argv[1], int(sys.argv[2])
+over = json.loads(sys.argv[3]) if len(sys.argv) > 3 else {}
+tr, te, X, Xt = load_pam_corpus(data)
+WARM = over.pop("x_kl_warmup", 0)
+KLW = over.pop("x_klw", 1.0)
+LR = over.pop("x_lr", None)
+LRMIN = over.pop("x_lr_min", 0.0)
+MC = over.pop("x_mc", 1)
+L2MU = over.pop("x_l2_mu_bn", False)
+MUL2 = over.pop("x_mu_l2", 0)
+cls = over.pop("cls", "PAMVI")
+
+
+def neg_elbo(self, x, y_pred):
+    lw, mus, logvars = y_pred
+    return PM.reconstruction_nll(x, lw) + KLW * getattr(self, "kl_weight", 1.0) * self.kl(mus, logvars)
+
+
+def forward(self, x, generator=None):
+    mus, logvars = self.encoder(x)
+    n = MC if self.training else 1
+    out = 0
+    for _ in range(n):
+        hs = [self.sample(mu, lv, generator) for mu, lv in zip(mus, logvars)]
+        out = out + self.decoder(self.theta_dropout(self.reach(self.node_probs(hs))[-1]))
+    return out / n, mus, logvars
+
+
+PM.PAMVAE.negative_elbo = neg_elbo
+PM.PAMVAE.forward = forward
+
+
+class MuL2(nn.Module):
+    """Centre each node's mean logits over its children and fix their RMS (per document)."""
+
+    def __init__(self, mask, rms):
+        super().__init__()
+        self.register_buffer("mask", torch.tensor(mask, dtype=torch.float32))
+        self.rms = rms
+
+    def forward(self, u):
+        m = self.mask
+        n = m.sum(-1, keepdim=True).clamp_min(1.0)
+        u = u.view(u.shape[0], *m.shape)
+        c = (u - (u * m).sum(-1, keepdim=True) / n) * m
+        norm = torch.sqrt((c * c).sum(-1, keepdim=True) + 1e-6)
+        return (self.rms * torch.sqrt(n) * c / norm).reshape(u.shape[0], -1)
+
+
+_init = PM.LevelEncoder.__init__
+
+
+def level_init(self, n_features, mask, hidden_sizes, activation, dropout, logvar_norm, bn_eps,
+               bn_momentum):
+    _init(self, n_features, mask, hidden_sizes, activation, dropout, logvar_norm, bn_eps, bn_momentum)
+    if L2MU:
+        self.mu_bn = TFBatchNorm(self.mu.out_features, bn_eps, bn_momentum)
+    if MUL2:
+        self.mu_bn = MuL2(mask, float(MUL2))
+
+
+PM.LevelEncoder.__init__ = level_init
+
+
+class Schedule(Callback):
+    """Per-batch KL warm-up and learning-rate decay over the whole fit."""
+
+    def __init__(self, total):
+        self.total = total
+
+    def on_train_begin(self, net, X=None, **kw):
+        self.n_batches = math.ceil(len(X) / net.batch_size)
+        self.step = 0
+        self.lr0 = net.optimizer__lr
+
+    def on_batch_begin(self, net, batch=None, training=False, **kw):
+        if not training:
+            return
+        p = min(1.0, self.step / (self.n_batches * self.total))
+        if WARM:
+            net.module_.kl_weight = min(1.0, self.step / (self.n_batches * WARM))
+        f = 1.0
+        if LR == "cosine":
+            f = LRMIN + (1 - LRMIN) * 0.5 * (1 + math.cos(math.pi * p))
+        elif LR == "linear":
+            f = 1 - (1 - LRMIN) * p
+        for group in net.optimizer_.param_groups:
+            group["lr"] = self.lr0 * f
+        self.step += 1
+
+
+structure = tuple(over.pop("structure", (2, 50) if cls == "PAMVI" else (10, 50)))
+seed = over.pop("seed", 0)
+Cls = MoLDA if cls == "MoLDA" else PAMVI
+m = Cls(structure, max_iter=epochs, random_state=seed, device="cpu",
+        callbacks=[("schedule", Schedule(epochs))], **over)
+t = time.perf_counter()
+m.fit(X)
+secs = time.perf_counter() - t
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    e = npmi_coherence(m.components_, Xt, top_n=10, zero_cooccurrence="epsilon").mean
+    z = npmi_coherence(m.components_, Xt, top_n=10, zero_cooccurrence="zero").mean
+use = m.transform_levels(X)[-1]
+K = use.shape[1]
+mod = m._module()
+kls, aus = [], []
+with torch.no_grad():
+    mus, logvars = mod.encoder(torch.tensor(X[:3000].toarray()))
+    for mu, lv, (pm, pv), mask in zip(mus, logvars, mod.priors(), mod.masks()):
+        kl = (0.5 * (lv.exp() / pv + (mu - pm) ** 2 / pv - 1 + pv.log() - lv) * mask).mean(0)
+        kls.append(round(float(kl.sum()), 1))
+        aus.append(int(((mu.var(0) > 0.01) & mask).sum()))
+td = topic_diversity(m.components_, top_n=10)
+rare = int((use.mean(0) < 0.5 / K).sum())
+print(f"RESULT {data} ep{epochs} {sys.argv[3] if len(sys.argv) > 3 else ''} seed{seed}: "
+      f"NPMI eps {e:.3f} zero {z:.3f} TD {td:.2f} rare(<0.5/K) {rare} "
+      f"maxshare {use.max(1).mean():.2f} KL {kls} AU {aus} "
+      f"loss {m.history_[-1]['train_loss']:.1f} {secs:.0f}s", flush=True)
