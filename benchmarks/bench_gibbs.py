@@ -205,14 +205,17 @@ def first_time_below(rows, system, threshold):
 
 
 # --------------------------------------------------------------------------- inference
-def _timed_one_thread(fn):
-    """``(fn(), seconds)`` with torch on one thread."""
+def _timed_one_thread(fn, repeats=2):
+    """``(fn(), seconds)`` with torch on one thread, the best of ``repeats`` runs."""
     old = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        tic = time.perf_counter()
-        result = fn()
-        return result, time.perf_counter() - tic
+        best = float("inf")
+        for _ in range(repeats):
+            tic = time.perf_counter()
+            result = fn()
+            best = min(best, time.perf_counter() - tic)
+        return result, best
     finally:
         torch.set_num_threads(old)
 
@@ -221,7 +224,7 @@ def _posterior_mean_theta(X, phi, alpha, n_iter=400, n_burn=50):
     """A long run of the exact fixed-topic sampler: the reference for accuracy."""
     cells = CellCorpus(X, "cpu")
     return infer_doc_topic(cells, torch.as_tensor(phi.T, dtype=torch.float32).contiguous(),
-                           torch.as_tensor(alpha, dtype=torch.float64), n_iter, n_burn, 12345,
+                           torch.as_tensor(alpha, dtype=torch.float64), n_iter, n_burn,
                            torch.Generator().manual_seed(12345)).numpy()
 
 
@@ -262,10 +265,10 @@ def inference_speed(X, X_test, K, n_iter, train_sweeps, label, accuracy=True):
         start, stop = Xt.indptr[d], Xt.indptr[d + 1]
         words = np.repeat(Xt.indices[start:stop], Xt.data[start:stop].astype(np.int64))
         docs.append(tomo.model.make_doc([str(w) for w in words]))
-    tic = time.perf_counter()
     # tomotopy >= 0.13 returns the documents' topic distributions.
-    theta_tomo = np.asarray(tomo.model.infer(docs, iterations=n_iter, workers=1)[0])
-    rows.append(row("tomotopy infer", n_iter, time.perf_counter() - tic, theta_tomo))
+    theta_tomo, seconds = _timed_one_thread(
+        lambda: np.asarray(tomo.model.infer(docs, iterations=n_iter, workers=1)[0]))
+    rows.append(row("tomotopy infer", n_iter, seconds, theta_tomo))
     if accuracy:
         known = np.zeros(X.shape[1], dtype=bool)
         known[[int(w) for w in tomo.model.used_vocabs]] = True

@@ -519,6 +519,9 @@ def to_markdown(report, args):
                     lines.append(f"| poster {poster.upper()} {metric} | "
                                  + " | ".join(_fmt(v) for v in POSTER[metric][key]) + " |")
                 lines.append("")
+    lines += ["## Tried and not adopted", "",
+              ("Rao-Blackwellised (theta-space) weights on the convex path, measured at equal "
+               "token-updates against the rows above: `model_selection_rb_theta.md`."), ""]
     return "\n".join(lines) + "\n"
 
 

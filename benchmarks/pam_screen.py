@@ -1,4 +1,4 @@
-"""Screen PAMVI training variants in one fit (issue #6; the second round of pam_diagnosis.md).
+"""Screen PAMVI training variants in one fit (issue #6; rounds 2 and 4 of pam_diagnosis.md).
 
 Usage: ``python benchmarks/pam_screen.py {20ng,nips,bbc} EPOCHS '{json}'``. The JSON holds
 PAMVI/MoLDA parameters (``"cls": "MoLDA"`` for MoLDA, ``"seed"``) plus experimental switches
@@ -6,9 +6,20 @@ applied by patching (not estimator options): ``x_kl_warmup`` (epochs of a linear
 weight, per batch), ``x_klw`` (a fixed KL weight), ``x_lr`` (``"cosine"`` or ``"linear"``
 decay over the run) with ``x_lr_min`` (final fraction), ``x_mc`` (posterior samples per
 document in training), ``x_l2_mu_bn`` (with ``logvar_norm="l2"``: keep batch norm on the mean
-head), ``x_mu_l2`` (per-document centred l2 normalisation of the mean head, RMS = value).
+head), ``x_mu_l2`` (per-document centred l2 normalisation of the mean head, RMS = value),
+``x_product`` (issue #6, fourth round: ProdLDA's product-of-experts decoder on the leaf
+weights, ``log softmax(BN(theta_leaf @ beta) + b)``, ``b`` initialised by ``shift_init``;
+``word_gain`` is ignored), ``x_prod_gain`` (with it: a learnable per-word gain on the
+batch-normed logits), ``x_plain`` (mixture decoder without the batch norm across topics,
+``phi = softmax(beta + b)``; the gain is unused), ``x_fixed_shift`` (the mixture decoder's
+shift ``b`` frozen at its ``shift_init`` value), ``x_topic_entropy`` (add this weight times
+the sum of the sub-topics' entropies to each document's loss: a sharpening penalty, not an
+ELBO).
 Prints one ``RESULT`` line: test NPMI (eps / zero), TD, rarely used sub-topics, per-level KL
-and active units, final loss and fit seconds (not a timing benchmark).
+and active units, final loss and fit seconds (not a timing benchmark); with
+``x_product`` also the NPMI / TD of two other read-outs of the topics than
+``softmax(beta)``: ``std`` (``beta`` standardised per word with the frozen batch-norm
+statistics) and ``pure`` (``p(w | theta = e_k)``, the standardised logits plus the shift).
 """
 
 import json
@@ -24,7 +35,7 @@ from torch import nn
 
 import sktopics._neural._pam_modules as PM
 from sktopics import PAMVI, MoLDA
-from sktopics._neural._modules import TFBatchNorm
+from sktopics._neural._modules import ProductOfExpertsDecoder, TFBatchNorm
 from sktopics.metrics import npmi_coherence, topic_diversity
 
 torch.set_num_threads(1)
@@ -38,12 +49,21 @@ LRMIN = over.pop("x_lr_min", 0.0)
 MC = over.pop("x_mc", 1)
 L2MU = over.pop("x_l2_mu_bn", False)
 MUL2 = over.pop("x_mu_l2", 0)
+PRODUCT = over.pop("x_product", False)
+PLAIN = over.pop("x_plain", False)
+FIXED_SHIFT = over.pop("x_fixed_shift", False)
+ENT = over.pop("x_topic_entropy", 0.0)
+PGAIN = over.pop("x_prod_gain", False)
 cls = over.pop("cls", "PAMVI")
 
 
 def neg_elbo(self, x, y_pred):
     lw, mus, logvars = y_pred
-    return PM.reconstruction_nll(x, lw) + KLW * getattr(self, "kl_weight", 1.0) * self.kl(mus, logvars)
+    loss = PM.reconstruction_nll(x, lw) + KLW * getattr(self, "kl_weight", 1.0) * self.kl(mus, logvars)
+    if ENT:  # penalty on the sub-topics' entropies (not an ELBO)
+        phi = self.decoder.topic_word()
+        loss = loss - ENT * (phi * torch.log(phi + 1e-12)).sum()
+    return loss
 
 
 def forward(self, x, generator=None):
@@ -90,6 +110,59 @@ def level_init(self, n_features, mask, hidden_sizes, activation, dropout, logvar
 
 
 PM.LevelEncoder.__init__ = level_init
+
+
+class ProductDecoder(ProductOfExpertsDecoder):
+    """ProdLDA's decoder on the leaf weights, ``log softmax(g * BN(theta @ beta) + b)``.
+
+    ``b`` (the batch norm's shift) starts at ``shift`` (``shift_init``); the per-word
+    gain ``g`` exists only with ``x_prod_gain``. Topics are read out as ``softmax(beta)``.
+    """
+
+    def __init__(self, n_topics, n_features, bn_eps, bn_momentum, shift=None, gain=False):
+        super().__init__(n_topics, n_features, bn_eps, bn_momentum)
+        if shift is not None:
+            with torch.no_grad():
+                self.bn.bias.copy_(torch.as_tensor(shift, dtype=torch.float32))
+        self.gain = nn.Parameter(torch.ones(n_features)) if gain else None
+
+    def topic_word(self):
+        return torch.softmax(self.beta, dim=-1)
+
+    def forward(self, theta):
+        out = self.bn(theta @ self.beta)
+        if self.gain is not None:
+            out = self.gain * (out - self.bn.bias) + self.bn.bias
+        return torch.log_softmax(out, dim=-1)
+
+
+def product_decoder(self, n_features):
+    return ProductDecoder(self.structure_.n_leaf_topics, n_features, self.bn_eps,
+                          self.bn_momentum, self._initial_shift, PGAIN)
+
+
+if PRODUCT:
+    PAMVI._build_decoder = product_decoder
+
+
+def plain_topic_word(self):
+    """Mixture decoder without the batch norm across topics: ``softmax(beta + b)``."""
+    return torch.softmax(self.beta + self.bias, dim=-1)
+
+
+if PLAIN:
+    PM.GainMixtureDecoder.topic_word = plain_topic_word
+
+_ginit = PM.GainMixtureDecoder.__init__
+
+
+def fixed_shift_init(self, *args, **kwargs):
+    _ginit(self, *args, **kwargs)
+    self.bias.requires_grad_(False)
+
+
+if FIXED_SHIFT:
+    PM.GainMixtureDecoder.__init__ = fixed_shift_init
 
 
 class Schedule(Callback):
@@ -143,7 +216,20 @@ with torch.no_grad():
         aus.append(int(((mu.var(0) > 0.01) & mask).sum()))
 td = topic_diversity(m.components_, top_n=10)
 rare = int((use.mean(0) < 0.5 / K).sum())
+readouts = ""
+dec = mod.decoder
+if hasattr(dec, "bn"):  # product decoder: NPMI of other read-outs of the same fit
+    with torch.no_grad():
+        std = (dec.beta - dec.bn.running_mean) * torch.rsqrt(dec.bn.running_var + dec.bn.eps)
+        std = std * (1.0 if dec.gain is None else dec.gain)
+        for name, logits in (("std", std), ("pure", std + dec.bn.bias)):
+            tw = torch.softmax(logits.double(), -1).numpy()
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                re_ = npmi_coherence(tw, Xt, top_n=10, zero_cooccurrence="epsilon").mean
+                rz = npmi_coherence(tw, Xt, top_n=10, zero_cooccurrence="zero").mean
+            readouts += f" [{name}: {re_:.3f} / {rz:.3f} TD {topic_diversity(tw, top_n=10):.2f}]"
 print(f"RESULT {data} ep{epochs} {sys.argv[3] if len(sys.argv) > 3 else ''} seed{seed}: "
       f"NPMI eps {e:.3f} zero {z:.3f} TD {td:.2f} rare(<0.5/K) {rare} "
       f"maxshare {use.max(1).mean():.2f} KL {kls} AU {aus} "
-      f"loss {m.history_[-1]['train_loss']:.1f} {secs:.0f}s", flush=True)
+      f"loss {m.history_[-1]['train_loss']:.1f} {secs:.0f}s{readouts}", flush=True)

@@ -19,17 +19,17 @@ Two things make it cheap:
   log domain, instead of ``torch._standard_gamma`` in float64 (the combined effect
   of both changes is in ``benchmarks/results/gibbs_infer.md``).
 
-The uniforms of the token draws are counter-based (:mod:`._random`), indexed by
-the token's position in the count-sorted cell order, so the result does not
-depend on the chunk size or the number of threads.
+The uniforms of the token draws come from ``generator``, one vector per
+iteration indexed by the token's position in the count-sorted cell order, so the
+result does not depend on the chunk size or the number of threads. (A vector of
+``torch.rand`` costs about 3 ns per token on one CPU thread; the counter-based
+hash of :mod:`._random`, which the training sweeps use to stay within a bounded
+chunk, costs about 20 ns, which was a sixth of an inference iteration.)
 """
 
 import numpy as np
 import scipy.sparse as sp
 import torch
-
-from ._random import counter_uniform, stream_key
-from ._sweeps import STREAMS
 
 __all__ = ["CellCorpus", "log_gamma", "infer_doc_topic"]
 
@@ -55,6 +55,8 @@ class CellCorpus:
     blocks : list of (start, stop, width, exact)
         Contiguous cell ranges processed together: ``width`` draws per cell,
         all of them real when ``exact``, else the first ``count`` of them.
+    max_width : int
+        The widest block's width (0 without cells).
     doc_length : int64 tensor (n_docs,)
     """
 
@@ -82,6 +84,7 @@ class CellCorpus:
         self.doc_length = torch.from_numpy(
             np.bincount(doc, weights=counts, minlength=n_docs).astype(np.int64)).to(self.device)
         self.blocks = []
+        self.max_width = int(width.max()) if width.size else 0
         bounds = np.flatnonzero(np.diff(width)) + 1
         for start, stop in zip(np.r_[0, bounds], np.r_[bounds, width.size], strict=True):
             if stop > start:
@@ -109,19 +112,21 @@ def log_gamma(shape, generator):
     dtype = torch.float32
     shape = shape.to(dtype).reshape(-1)
     small = shape < 1
-    d = torch.where(small, shape + 1, shape).sub_(1.0 / 3.0)
-    c = torch.rsqrt(9.0 * d)
+    d = torch.add(shape, small).sub_(1.0 / 3.0)
+    c = torch.mul(d, 9.0).rsqrt_()
     out = pending = None
     tiny = torch.finfo(dtype).tiny
     while True:
         d_p, c_p = (d, c) if pending is None else (d[pending], c[pending])
         x = torch.randn(d_p.shape, generator=generator, dtype=dtype, device=d.device)
         u = torch.rand(d_p.shape, generator=generator, dtype=dtype, device=d.device)
-        v = 1.0 + c_p * x
-        log_v3 = 3.0 * torch.log(v)  # NaN where v <= 0: rejected by the comparison below
-        v3 = v * v * v
-        accept = torch.log(u.clamp_min_(tiny)) < 0.5 * x * x + d_p - d_p * v3 + d_p * log_v3
-        value = torch.log(d_p) + log_v3
+        v = torch.mul(c_p, x).add_(1.0)
+        log_v = torch.log(v)  # NaN where v <= 0: rejected by the comparison below
+        # Accept when log u < x^2 / 2 + d (1 - v^3 + log v^3); in-place to save passes.
+        bound = torch.mul(v, v).mul_(v).neg_().add_(1.0).add_(log_v, alpha=3.0)
+        bound.mul_(d_p).addcmul_(x, x, value=0.5)
+        accept = torch.log(u.clamp_min_(tiny)) < bound
+        value = torch.log(d_p).add_(log_v, alpha=3.0)
         if pending is None:
             out = value  # rejected entries are overwritten below
             pending = (~accept).nonzero().squeeze(1)
@@ -131,8 +136,8 @@ def log_gamma(shape, generator):
         if pending.numel() == 0:
             break
     u = torch.rand(shape.shape, generator=generator, dtype=dtype, device=d.device)
-    boost = torch.log(u.clamp_min_(tiny)).div_(shape)
-    return torch.where(small, out + boost, out).view_as(shape)
+    boost = torch.log(u.clamp_min_(tiny)).div_(shape).mul_(small)
+    return out.add_(boost).view_as(shape)
 
 
 def _draw_theta(counts, alpha, generator):
@@ -146,16 +151,23 @@ def _draw_theta(counts, alpha, generator):
     return theta
 
 
-def _sample_cells(cells, theta, word_topic, key, n_dk, chunk_elements=_CHUNK_ELEMENTS):
-    """Draw every token's topic given ``theta``; add the draws to ``n_dk`` (flat)."""
+def _sample_cells(cells, theta, word_topic, uniform, n_dk, p_buf, cum_buf):
+    """Draw every token's topic given ``theta``; add the draws to ``n_dk`` (flat).
+
+    ``uniform`` holds one number per token (plus the widest block's padding),
+    indexed like ``cells.token_offset``. ``p_buf`` and ``cum_buf`` are
+    ``(chunk, K)`` float32 work buffers, reused across iterations: allocated anew
+    they would page-fault on every iteration, which on small corpora cost more
+    than a third of the time (``benchmarks/results/gibbs_infer.md``).
+    """
     K = theta.shape[1]
     device = theta.device
-    chunk = max(64, chunk_elements // K)
-    p_buf = torch.empty((chunk, K), dtype=torch.float32, device=device)
-    cum_buf = torch.empty((chunk, K), dtype=torch.float32, device=device)
+    chunk = p_buf.shape[0]
+    chunk_elements = chunk * K
     flat = n_dk.view(-1)
     for b_start, b_stop, width, exact in cells.blocks:
         slot = torch.arange(width, device=device, dtype=torch.int64)
+        first_token = int(cells.token_offset[b_start]) if exact else 0
         # Fewer cells per chunk for wide blocks: the (cells, width) draws stay bounded.
         step = max(1, min(chunk, chunk_elements // max(width, 1)))
         for start in range(b_start, b_stop, step):
@@ -167,8 +179,13 @@ def _sample_cells(cells, theta, word_topic, key, n_dk, chunk_elements=_CHUNK_ELE
             torch.index_select(word_topic, 0, cells.word[start:stop], out=cum)
             p.mul_(cum)
             torch.cumsum(p, 1, out=cum)
-            token = cells.token_offset[start:stop, None] + slot
-            target = counter_uniform(key, token).mul_(cum[:, -1:])
+            if exact:  # the block's tokens are contiguous
+                first = first_token + (start - b_start) * width
+                u = uniform[first:first + n * width].view(n, width)
+            else:
+                token = cells.token_offset[start:stop, None] + slot
+                u = uniform.index_select(0, token.view(-1)).view(n, width)
+            target = u * cum[:, -1:]
             k = torch.searchsorted(cum, target, right=True, out_int32=True).clamp_max_(K - 1)
             index = torch.add(k, doc[:, None], alpha=K).view(-1)
             if exact:
@@ -178,7 +195,7 @@ def _sample_cells(cells, theta, word_topic, key, n_dk, chunk_elements=_CHUNK_ELE
             flat.index_add_(0, index, weight)
 
 
-def infer_doc_topic(cells, word_topic, alpha, n_iter, n_burn, seed, generator,
+def infer_doc_topic(cells, word_topic, alpha, n_iter, n_burn, generator,
                     chunk_elements=_CHUNK_ELEMENTS):
     """Posterior mean of theta for new documents with the topics held fixed.
 
@@ -193,10 +210,8 @@ def infer_doc_topic(cells, word_topic, alpha, n_iter, n_burn, seed, generator,
         ``phi`` transposed.
     alpha : float64 tensor (K,)
     n_iter, n_burn : int
-    seed : int
-        Key of the token draws.
     generator : torch.Generator
-        Drives the Dirichlet draws.
+        Drives all the draws.
     chunk_elements : int
         Size of the (cells, K) work buffers; does not change the result.
 
@@ -213,10 +228,14 @@ def infer_doc_topic(cells, word_topic, alpha, n_iter, n_burn, seed, generator,
     acc = torch.zeros((D, K), dtype=torch.float64, device=device)
     n_dk = torch.zeros((D, K), dtype=torch.int32, device=device)
     n_kept = 0
+    n_uniform = cells.n_tokens + cells.max_width
+    chunk = max(64, chunk_elements // K)
+    p_buf = torch.empty((chunk, K), dtype=torch.float32, device=device)
+    cum_buf = torch.empty((chunk, K), dtype=torch.float32, device=device)
     for it in range(n_iter):
         n_dk.zero_()
-        _sample_cells(cells, theta, word_topic, stream_key(seed, STREAMS["infer"], it), n_dk,
-                      chunk_elements)
+        uniform = torch.rand(n_uniform, generator=generator, device=device)
+        _sample_cells(cells, theta, word_topic, uniform, n_dk, p_buf, cum_buf)
         if it >= n_burn:
             acc += n_dk
             n_kept += 1

@@ -410,7 +410,7 @@ class LDAGibbs(BaseTopicModel):
         alpha_t = torch.as_tensor(alpha, dtype=torch.float64)
         K = self.n_components
         generator = make_generator(seed, corpus.device)
-        theta = infer_doc_topic(CellCorpus(X, corpus.device), word_topic, alpha_t, 2, 1, seed,
+        theta = infer_doc_topic(CellCorpus(X, corpus.device), word_topic, alpha_t, 2, 1,
                                 generator)
         state_theta = theta.to(torch.float32)
         # One more draw of z given theta and phi.
@@ -438,7 +438,7 @@ class LDAGibbs(BaseTopicModel):
         seed = getattr(self, "_transform_seed", 0)
         generator = make_generator(seed, device)
         n_iter = self.transform_max_iter
-        theta = infer_doc_topic(cells, word_topic, alpha, n_iter, n_iter // 2, seed, generator)
+        theta = infer_doc_topic(cells, word_topic, alpha, n_iter, n_iter // 2, generator)
         return theta.cpu().numpy()
 
     def _generative_view(self):

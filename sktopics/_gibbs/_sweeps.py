@@ -49,7 +49,7 @@ __all__ = [
 
 #: Stream identifiers of the counter-based random numbers.
 STREAMS = dict(init=0, dense=1, mh_word=2, mh_word_accept=3, mh_doc=4, mh_doc_accept=5,
-               sequential=6, infer=7, given_topics=9)
+               sequential=6, given_topics=9)
 
 
 def _take(table, index):
