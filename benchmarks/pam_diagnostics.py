@@ -43,6 +43,15 @@ from torch import nn
 import sktopics._neural._pamvi as P
 
 _orig = P.PAMTopicModel._build_module
+def _add_gain(bn, value):
+    """A learnable gain (initial ``value``) on a shift-only batch norm's output."""
+    bn.gain = nn.Parameter(torch.full_like(bn.bias, float(value)))
+    f0 = bn.forward
+    def fwd(x, bn=bn, f0=f0):
+        return (f0(x) - bn.bias) * bn.gain + bn.bias
+    bn.forward = fwd
+
+
 def _patched(self, n_features):
     mod = _orig(self, n_features)
     if X_MU == "none":
@@ -50,20 +59,10 @@ def _patched(self, n_features):
             lev.mu_bn = nn.Identity()
     if X_MUGAIN:
         for lev in mod.encoder.levels:
-            bn = lev.mu_bn
-            bn.gain = nn.Parameter(torch.full_like(bn.bias, float(X_MUGAIN)))
-            f0 = bn.forward
-            def fwd(x, bn=bn, f0=f0):
-                return (f0(x) - bn.bias) * bn.gain + bn.bias
-            bn.forward = fwd
+            _add_gain(lev.mu_bn, X_MUGAIN)
     if X_LVGAIN:  # the paper's eq. 5: a learnable gain on the log-variance head's BN
         for lev in mod.encoder.levels:
-            bn = lev.logvar_bn
-            bn.gain = nn.Parameter(torch.full_like(bn.bias, float(X_LVGAIN)))
-            f0 = bn.forward
-            def fwd(x, bn=bn, f0=f0):
-                return (f0(x) - bn.bias) * bn.gain + bn.bias
-            bn.forward = fwd
+            _add_gain(lev.logvar_bn, X_LVGAIN)
     if X_MUFIX:
         for l, lev in enumerate(mod.encoder.levels):
             bn = lev.mu_bn

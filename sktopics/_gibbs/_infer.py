@@ -4,7 +4,7 @@ Blocked Gibbs on ``(theta, z)`` given ``phi``: ``z_i | theta ~ theta_d * phi_w``
 for every token at once, then ``theta_d | z ~ Dirichlet(alpha + n_d)``. Given
 ``phi`` documents are independent and tokens are conditionally independent given
 ``theta``, so this fully parallel sampler is exact (its stationary distribution is
-the posterior ``p(theta, z | w, phi, alpha)``; ``tests/test_gibbs_sampler.py``
+the posterior ``p(theta, z | w, phi, alpha)``; ``tests/test_gibbs_infer.py``
 checks it against enumeration).
 
 What makes it cheap:
@@ -161,14 +161,15 @@ def _draw_theta(counts, alpha, generator):
     return theta
 
 
-def _sample_cells(cells, theta, word_topic, uniform, n_dk, p_buf, cum_buf):
+def _sample_cells(cells, theta, word_topic, uniform, n_dk, p_buf, cum_buf, ones):
     """Draw every token's topic given ``theta``; add the draws to ``n_dk`` (flat).
 
     ``uniform`` holds one number per token (plus the widest block's padding),
     indexed like ``cells.token_offset``. ``p_buf`` and ``cum_buf`` are
-    ``(chunk, K)`` float32 work buffers, reused across iterations: allocated anew
-    they would page-fault on every iteration, which on small corpora cost more
-    than a third of the time (``benchmarks/results/gibbs_infer.md``).
+    ``(chunk, K)`` float32 work buffers and ``ones`` a ``chunk * K`` int32 vector
+    of ones, all reused across iterations: allocated anew they would page-fault on
+    every iteration, which on small corpora cost more than a third of the time
+    (``benchmarks/results/gibbs_infer.md``).
     """
     K = theta.shape[1]
     device = theta.device
@@ -176,8 +177,10 @@ def _sample_cells(cells, theta, word_topic, uniform, n_dk, p_buf, cum_buf):
     chunk_elements = chunk * K
     flat = n_dk.view(-1)
     for b_start, b_stop, width, exact in cells.blocks:
-        slot = torch.arange(width, device=device, dtype=torch.int64)
-        first_token = int(cells.token_offset[b_start]) if exact else 0
+        if exact:
+            first_token = int(cells.token_offset[b_start])
+        else:
+            slot = torch.arange(width, device=device, dtype=torch.int64)
         # Fewer cells per chunk for wide blocks: the (cells, width) draws stay bounded.
         step = max(1, min(chunk, chunk_elements // max(width, 1)))
         for start in range(b_start, b_stop, step):
@@ -198,8 +201,8 @@ def _sample_cells(cells, theta, word_topic, uniform, n_dk, p_buf, cum_buf):
             target = u * cum[:, -1:]
             k = torch.searchsorted(cum, target, right=True, out_int32=True).clamp_max_(K - 1)
             index = torch.add(k, doc[:, None], alpha=K).view(-1)
-            if exact:
-                weight = torch.ones(index.shape, dtype=torch.int32, device=device)
+            if exact:  # n * width <= chunk_elements
+                weight = ones[:index.numel()]
             else:
                 weight = (slot < cells.count[start:stop, None]).to(torch.int32).view(-1)
             flat.index_add_(0, index, weight)
@@ -242,10 +245,11 @@ def infer_doc_topic(cells, word_topic, alpha, n_iter, n_burn, generator,
     chunk = max(64, chunk_elements // K)
     p_buf = torch.empty((chunk, K), dtype=torch.float32, device=device)
     cum_buf = torch.empty((chunk, K), dtype=torch.float32, device=device)
+    ones = torch.ones(chunk * K, dtype=torch.int32, device=device)
     for it in range(n_iter):
         n_dk.zero_()
         uniform = torch.rand(n_uniform, generator=generator, device=device)
-        _sample_cells(cells, theta, word_topic, uniform, n_dk, p_buf, cum_buf)
+        _sample_cells(cells, theta, word_topic, uniform, n_dk, p_buf, cum_buf, ones)
         if it >= n_burn:
             acc += n_dk
             n_kept += 1
