@@ -150,7 +150,8 @@ def _draw_theta(counts, alpha, generator):
     24-bit uniforms of the token draws cannot pick a topic whose share is below
     2**-24 anyway, and it keeps ``theta * phi`` out of float32's subnormal range,
     where the multiplications and cumulative sums are several times slower (5 % of
-    an iteration on 20 Newsgroups).
+    an iteration on 20 Newsgroups in an old/new A/B run on the 2-core CPU; the
+    end-to-end figures are in ``benchmarks/results/gibbs_infer.md``).
     """
     D, K = counts.shape
     theta = torch.empty((D, K), dtype=torch.float32, device=counts.device)
@@ -168,8 +169,8 @@ def _sample_cells(cells, theta, word_topic, uniform, n_dk, p_buf, cum_buf, ones)
     indexed like ``cells.token_offset``. ``p_buf`` and ``cum_buf`` are
     ``(chunk, K)`` float32 work buffers and ``ones`` a ``chunk * K`` int32 vector
     of ones, all reused across iterations: allocated anew they would page-fault on
-    every iteration, which on small corpora cost more than a third of the time
-    (``benchmarks/results/gibbs_infer.md``).
+    every iteration, which cost about 40 % of BBC's time in an old/new A/B run on
+    the 2-core CPU.
     """
     K = theta.shape[1]
     device = theta.device
