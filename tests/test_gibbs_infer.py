@@ -7,9 +7,9 @@ import pytest
 import scipy.sparse as sp
 import torch
 from scipy.special import gammaln
-from scipy.stats import gamma, kstest
+from scipy.stats import beta, gamma, kstest
 
-from sktopics._gibbs._infer import CellCorpus, infer_doc_topic, log_gamma
+from sktopics._gibbs._infer import CellCorpus, SharedGammas, infer_doc_topic, log_gamma
 
 # Topics over 3 words and an asymmetric prior.
 PHI = np.array([[0.6, 0.3, 0.1], [0.1, 0.2, 0.7]])
@@ -30,17 +30,17 @@ def _exact_posterior_mean(counts):
 
 @pytest.mark.parametrize("counts", [[2, 1, 1], [10, 1, 2]])
 def test_transform_kernel_matches_enumerated_posterior_mean(counts):
-    # [10, 1, 2] has a cell with 10 tokens: a padded, masked block (width 16).
+    # [10, 1, 2] has a cell of 10 tokens: sub-cells of widths 8 and 2.
     exact = _exact_posterior_mean(counts)
-    n_docs = 3000  # independent chains on copies of the document
-    cells = CellCorpus(sp.csr_matrix(np.tile(counts, (n_docs, 1))), "cpu")
-    if max(counts) > 8:
-        assert any(not exact_block for *_, exact_block in cells.blocks)
-    theta = infer_doc_topic(cells, torch.tensor(PHI.T, dtype=torch.float32),
-                            torch.tensor(ALPHA), 60, 20,
-                            generator=torch.Generator().manual_seed(0)).numpy()
-    mean = theta.mean(0)
-    se = theta.std(0) / np.sqrt(n_docs)
+    # Copies of a document within one call share their Gamma tables, so they are
+    # not independent; independent calls are, and give the standard error.
+    n_calls, n_copies = 30, 100
+    cells = CellCorpus(sp.csr_matrix(np.tile(counts, (n_copies, 1))), "cpu")
+    means = np.array([
+        infer_doc_topic(cells, torch.tensor(PHI.T, dtype=torch.float32), torch.tensor(ALPHA),
+                        60, 20, generator=torch.Generator().manual_seed(seed)).numpy().mean(0)
+        for seed in range(n_calls)])
+    mean, se = means.mean(0), means.std(0, ddof=1) / np.sqrt(n_calls)
     assert np.all(np.abs(mean - exact) < 5 * se + 1e-3), (mean, exact, se)
 
 
@@ -59,17 +59,30 @@ def test_transform_kernel_is_independent_of_chunk_size():
 
 
 def test_cells_cover_every_token_once():
-    X = sp.csr_matrix(np.array([[3, 0, 17], [1, 9, 0], [0, 0, 0]]))
+    X = sp.csr_matrix(np.array([[6, 0, 17], [1, 9, 0], [0, 0, 0], [7, 5, 0]]))
     cells = CellCorpus(X, "cpu")
     assert cells.n_tokens == X.sum()
-    assert int(cells.count.sum()) == X.sum()
-    np.testing.assert_array_equal(cells.doc_length.numpy(), [20, 10, 0])
+    np.testing.assert_array_equal(cells.doc_length.numpy(), [23, 10, 0, 12])
     dense = np.zeros(X.shape, dtype=np.int64)
-    np.add.at(dense, (cells.doc.numpy(), cells.word.numpy()), cells.count.numpy())
+    for start, stop, width in cells.blocks:
+        np.add.at(dense, (cells.doc[start:stop].numpy(), cells.word[start:stop].numpy()), width)
     np.testing.assert_array_equal(dense, X.toarray())
-    for start, stop, width, exact in cells.blocks:
-        count = cells.count[start:stop]
-        assert (count <= width).all() and (count == width).all() == exact
+    assert [width for *_, width in cells.blocks] == [1, 2, 3, 4, 8]
+
+
+@pytest.mark.parametrize("n_docs", [1, 3, 40])
+def test_shared_gamma_tables_give_dirichlet_rows(n_docs):
+    # Counts below, at and above the table (32), with several bits set; each call
+    # draws fresh tables, so the first row of successive calls is an i.i.d. sample.
+    counts = torch.tensor([0, 1, 5, 31, 32, 33, 64, 100, 1000, 4097], dtype=torch.int32)
+    alpha = torch.linspace(0.3, 2.0, len(counts))
+    gammas = SharedGammas(alpha, int(counts.sum()), n_docs, torch.Generator().manual_seed(0))
+    X = counts.expand(n_docs, -1).contiguous()
+    theta = np.array([gammas.draw_theta(X)[0].double().numpy() for _ in range(3000)])
+    theta /= theta.sum(1, keepdims=True)
+    a = (alpha.double() + counts).numpy()
+    for k in range(len(counts)):  # marginals of Dirichlet(a) are Beta(a_k, sum(a) - a_k)
+        assert kstest(theta[:, k], beta(a[k], a.sum() - a[k]).cdf).pvalue > 1e-3, k
 
 
 @pytest.mark.parametrize("shape", [0.02, 0.5, 1.0, 3.7, 250.0])

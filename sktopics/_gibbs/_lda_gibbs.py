@@ -178,6 +178,10 @@ class LDAGibbs(BaseTopicModel):
     ``(n_dk + alpha) / (n_d + sum(alpha))`` over the second half of
     ``transform_max_iter`` iterations. Documents without tokens get the prior
     mean ``alpha / sum(alpha)``. The result is deterministic for a fitted model.
+    The documents of one call share their random numbers (common random
+    numbers): each document's estimate comes from an exact chain, but the
+    Monte Carlo errors of different documents are correlated, and a document's
+    result depends on the other rows of ``X``.
 
     ``score`` estimates the held-out log-likelihood per token,
     ``sum_d log p(w_d | components_, doc_topic_prior_) / n_tokens``, with the
