@@ -1,0 +1,175 @@
+"""LDAGibbs on a large synthetic corpus: does it fit in memory, and how fast does it train.
+
+Issue #4 asks that a 100 M-token synthetic corpus fits and trains (on one GPU). This
+script draws such a corpus from a known LDA model (``K`` topics over ``V`` words,
+``phi_k ~ Dirichlet(0.05)``, ``theta_d ~ Dirichlet(0.1)``, Poisson document lengths),
+fits :class:`~sktopics.LDAGibbs` for a few sweeps and records:
+
+* the corpus (tokens, documents, non-zero cells) and the time to draw it;
+* the fit's wall time and the sweeps' tokens/s (``verbose`` lines: a sweep plus
+  its log-likelihood evaluation), and the log-likelihood of the first and last sweep;
+* the fit's peak memory above the resident set before the fit (CPU: ``VmRSS``
+  sampled every 50 ms; CUDA: ``torch.cuda.max_memory_allocated``);
+* as a sanity check that it trained, the mean cosine similarity between each true
+  topic and its best-matching learned topic.
+
+Usage::
+
+    python benchmarks/bench_gibbs_scale.py --tokens 100e6               # CPU
+    python benchmarks/bench_gibbs_scale.py --tokens 100e6 --device cuda
+
+Writes ``benchmarks/results/gibbs_scale_<device>.json`` and ``.md``.
+"""
+
+import argparse
+import contextlib
+import io
+import sys
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import scipy.sparse as sp
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import machine, markdown_table, write_results  # noqa: E402
+
+from sktopics import LDAGibbs  # noqa: E402
+
+
+def draw_corpus(n_tokens, n_topics, n_words, mean_length, seed, docs_per_block=20000):
+    """Counts ``(n_docs, n_words)`` drawn from LDA, and the true topics ``(K, V)``."""
+    rng = np.random.default_rng(seed)
+    phi = rng.dirichlet(np.full(n_words, 0.05), size=n_topics)
+    n_docs = int(round(n_tokens / mean_length))
+    blocks = []
+    for start in range(0, n_docs, docs_per_block):
+        n = min(docs_per_block, n_docs - start)
+        length = rng.poisson(mean_length, size=n)
+        theta = rng.dirichlet(np.full(n_topics, 0.1), size=n)
+        n_dk = rng.multinomial(length, theta)  # topic counts per document
+        docs, words = [], []
+        for k in range(n_topics):
+            doc = np.repeat(np.arange(n, dtype=np.int32), n_dk[:, k])
+            docs.append(doc)
+            words.append(rng.choice(n_words, size=doc.size, p=phi[k]).astype(np.int32))
+        doc, word = np.concatenate(docs), np.concatenate(words)
+        blocks.append(sp.csr_matrix((np.ones(doc.size, dtype=np.int32), (doc, word)),
+                                    shape=(n, n_words)))
+    return sp.vstack(blocks, format="csr"), phi
+
+
+class PeakRSS:
+    """Peak resident memory (bytes) of this process while the context is open."""
+
+    def __enter__(self):
+        self.baseline = self.peak = self._rss()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._watch, daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()
+        self.peak = max(self.peak, self._rss())
+
+    def _watch(self):
+        while not self._stop.wait(0.05):
+            self.peak = max(self.peak, self._rss())
+
+    @staticmethod
+    def _rss():
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) * 1024
+        return 0
+
+
+def topic_recovery(phi_true, phi_learned):
+    """Mean over true topics of the best cosine similarity to a learned topic."""
+    a = phi_true / np.linalg.norm(phi_true, axis=1, keepdims=True)
+    b = phi_learned / np.linalg.norm(phi_learned, axis=1, keepdims=True)
+    return float((a @ b.T).max(1).mean())
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--tokens", type=float, default=100e6)
+    parser.add_argument("--topics", type=int, default=50)
+    parser.add_argument("--words", type=int, default=20000)
+    parser.add_argument("--mean-length", type=float, default=250.0)
+    parser.add_argument("--sweeps", type=int, default=3)
+    parser.add_argument("--algorithm", default="parallel")
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--threads", type=int, default=None, help="torch threads (CPU)")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+
+    tic = time.perf_counter()
+    X, phi_true = draw_corpus(int(args.tokens), args.topics, args.words, args.mean_length,
+                              args.seed)
+    draw_seconds = time.perf_counter() - tic
+    n_tokens = int(X.sum())
+    print(f"corpus: {n_tokens / 1e6:.1f} M tokens, {X.shape[0]} documents, "
+          f"{X.nnz / 1e6:.1f} M cells, drawn in {draw_seconds:.0f} s", flush=True)
+
+    model = LDAGibbs(n_components=args.topics, max_iter=args.sweeps, burn_in=args.sweeps - 1,
+                     evaluate_every=1, algorithm=args.algorithm, device=args.device,
+                     random_state=args.seed, verbose=1)
+    cuda = torch.device(args.device).type == "cuda"
+    if cuda:
+        torch.cuda.reset_peak_memory_stats()
+    log = io.StringIO()
+    with PeakRSS() as rss, contextlib.redirect_stdout(log):
+        tic = time.perf_counter()
+        model.fit(X)
+        if cuda:
+            torch.cuda.synchronize()
+        fit_seconds = time.perf_counter() - tic
+    progress = log.getvalue().strip()
+    print(progress)
+    # One line per sweep: "[LDAGibbs] sweep N  S M tokens/s  log p(w,z)/token L".
+    sweep_speed = [float(line.split()[3]) for line in progress.splitlines()]
+
+    row = dict(
+        device=args.device, threads=torch.get_num_threads(), algorithm=model.algorithm_,
+        K=args.topics, V=args.words, M_tokens=round(n_tokens / 1e6, 2), docs=X.shape[0],
+        M_cells=round(X.nnz / 1e6, 2), sweeps=args.sweeps, draw_s=round(draw_seconds, 1),
+        fit_s=round(fit_seconds, 1), sweep_M_tokens_s_median=float(np.median(sweep_speed)),
+        log_joint_per_token_first_last=[round(float(v) / n_tokens, 3) for v in
+                                        model.log_likelihood_trace_[[0, -1]]],
+        peak_rss_above_baseline_GB=round((rss.peak - rss.baseline) / 2**30, 2),
+        rss_before_fit_GB=round(rss.baseline / 2**30, 2),
+        topic_recovery_cosine=round(topic_recovery(phi_true, model.components_), 3),
+    )
+    if cuda:
+        row["cuda_peak_allocated_GB"] = round(torch.cuda.max_memory_allocated() / 2**30, 2)
+    print(row, flush=True)
+    table = markdown_table([row], list(row))
+    info = machine()
+    text = (
+        "# LDAGibbs on a synthetic corpus (issue #4: a 100 M-token corpus fits and trains)\n\n"
+        f"Machine: {info}\n\n"
+        f"Corpus drawn from LDA (K = {args.topics}, V = {args.words}, phi ~ Dir(0.05), "
+        f"theta ~ Dir(0.1), Poisson lengths, mean {args.mean_length:.0f}). `fit_s` includes "
+        "building the token arrays, the random initialisation, the sweeps and a "
+        "log-likelihood per sweep; `sweep_M_tokens_s_median` is the median of the verbose "
+        "lines' rates (a sweep plus its log-likelihood). `peak_rss_above_baseline_GB`: "
+        "resident memory during `fit` above the resident memory before it (the corpus "
+        "matrix is part of the baseline). "
+        "`topic_recovery_cosine`: mean best-match cosine of true to learned topics after "
+        f"{args.sweeps} sweeps (a check that it trains, not a quality target).\n\n"
+        + table + "\n"
+    )
+    write_results(f"gibbs_scale_{torch.device(args.device).type}", dict(rows=[row], machine=info),
+                  text)
+
+
+if __name__ == "__main__":
+    main()
