@@ -252,14 +252,16 @@ def _chunk_plan(cells, K, chunk):
     slicing was a visible part of an iteration.
     """
     plan, first_token = [], 0
+    # Flat (doc, topic) indices in int32 where the count table allows it.
+    index_dtype = torch.int32 if cells.n_docs * K < 2**31 else torch.int64
     for b_start, b_stop, width in cells.blocks:
         # Fewer cells per chunk for wide blocks: the (cells, width) draws stay bounded.
         step = max(1, min(chunk, chunk * K // width))
         for start in range(b_start, b_stop, step):
             stop = min(start + step, b_stop)
             doc = cells.doc[start:stop]
-            plan.append((doc, doc[:, None] * K, cells.word[start:stop], first_token,
-                         stop - start, width))
+            plan.append((doc, doc.to(index_dtype)[:, None] * K, cells.word[start:stop],
+                         first_token, stop - start, width))
             first_token += (stop - start) * width
     return plan
 
@@ -282,7 +284,8 @@ def _sample_cells(plan, theta, word_topic, uniform, n_dk, p_buf, cum_buf, ones):
         p.mul_(cum)
         torch.cumsum(p, 1, out=cum)
         target = uniform[first_token:first_token + n * width].view(n, width).mul_(cum[:, -1:])
-        k = torch.searchsorted(cum, target, right=True, out_int32=True).clamp_max_(K - 1)
+        k = torch.searchsorted(cum, target, right=True,
+                               out_int32=doc_offset.dtype == torch.int32).clamp_max_(K - 1)
         flat.index_add_(0, k.add_(doc_offset).view(-1), ones[:n * width])
 
 
