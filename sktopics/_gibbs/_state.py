@@ -13,6 +13,8 @@ are exact, so rebuilding them is bit-reproducible on every device.
 Maths only: imports numpy and torch, never scikit-learn.
 """
 
+import functools
+
 import numpy as np
 import scipy.sparse as sp
 import torch
@@ -48,7 +50,7 @@ class GibbsCorpus:
     word_start : torch.Tensor of int64, shape (n_features + 1,)
         Tokens of word ``v`` are ``word_start[v]:word_start[v + 1]``.
     doc_perm : torch.Tensor of int64, shape (n_tokens,)
-        Token indices in document-major order (stable).
+        Token indices in document-major order (stable), computed on first use.
     doc_start : torch.Tensor of int64, shape (n_docs + 1,)
         Offsets of each document's tokens in ``doc_perm``.
     doc_length : torch.Tensor of int64, shape (n_docs,)
@@ -66,7 +68,6 @@ class GibbsCorpus:
         word = np.repeat(word_of_nnz[keep], counts[keep])
         word_length = np.bincount(word, minlength=n_features).astype(np.int64)
         doc_length = np.bincount(doc, minlength=n_docs).astype(np.int64)
-        doc_perm = np.argsort(doc, kind="stable").astype(np.int64)
 
         self.device = torch.device(device)
         self.n_docs = int(n_docs)
@@ -82,7 +83,14 @@ class GibbsCorpus:
         self.doc_start = torch.from_numpy(np.concatenate([[0], np.cumsum(doc_length)])).to(
             self.device
         )
-        self.doc_perm = torch.from_numpy(doc_perm).to(self.device)
+
+    @functools.cached_property
+    def doc_perm(self):
+        """Token indices in document-major order (stable), computed on first use.
+
+        Only the MH sampler needs it; sorting 100 M tokens takes seconds and 0.8 GB.
+        """
+        return torch.argsort(self.doc, stable=True)
 
     def fingerprint(self):
         """A cheap identity of the token arrays (to recognise the same corpus)."""
