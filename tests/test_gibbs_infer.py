@@ -73,7 +73,7 @@ def test_cells_cover_every_token_once():
 @pytest.mark.parametrize("n_docs", [1, 3, 40])
 def test_shared_gamma_tables_give_dirichlet_rows(n_docs):
     # Counts below, at and above the table (32), with several bits set; each call
-    # draws fresh tables, so the first row of successive calls is an i.i.d. sample.
+    # reads a fresh table, so the first row of successive calls is an i.i.d. sample.
     counts = torch.tensor([0, 1, 5, 31, 32, 33, 64, 100, 1000, 4097], dtype=torch.int32)
     alpha = torch.linspace(0.3, 2.0, len(counts))
     gammas = SharedGammas(alpha, int(counts.sum()), n_docs, torch.Generator().manual_seed(0))

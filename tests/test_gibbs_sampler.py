@@ -264,6 +264,23 @@ def test_mh_cycle_leaves_the_conditional_invariant(start):
         assert stat < chi2.ppf(0.999, K5 - 1), (i, observed / n, target)
 
 
+def test_counter_uniform_is_splitmix64_of_the_counter():
+    # Reference: the SplitMix64 finaliser in plain Python integers (mod 2**64),
+    # applied to index * golden + key; the top 24 bits make the uniform.
+    mask = (1 << 64) - 1
+
+    def splitmix64(x):
+        x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & mask
+        x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & mask
+        return x ^ (x >> 31)
+
+    key = stream_key(7, 1, 3)
+    index = [0, 1, 2, 12345, 2**40 + 17, 2**62 - 1]
+    expected = [splitmix64((i * 0x9E3779B97F4A7C15 + key) & mask) >> 40 for i in index]
+    u = counter_uniform(key, torch.tensor(index, dtype=torch.int64))
+    assert (u.double().numpy() * 2**24).astype(np.int64).tolist() == expected
+
+
 def test_counter_uniform_properties():
     index = torch.arange(200000)
     u = counter_uniform(stream_key(1, 2, 3), index)
