@@ -14,9 +14,15 @@ batch-normed logits), ``x_plain`` (mixture decoder without the batch norm across
 ``phi = softmax(beta + b)``; the gain is unused), ``x_fixed_shift`` (the mixture decoder's
 shift ``b`` frozen at its ``shift_init`` value), ``x_topic_entropy`` (add this weight times
 the sum of the sub-topics' entropies to each document's loss: a sharpening penalty, not an
-ELBO).
-Prints one ``RESULT`` line: test NPMI (eps / zero), TD, rarely used sub-topics, per-level KL
-and active units, final loss and fit seconds (not a timing benchmark); with
+ELBO), ``x_background`` (issue #6, fifth round: the initial weight ``lam`` of a background
+word distribution mixed into the decoder, ``p(w | d) = lam * bg_w + (1 - lam) * theta_d @ phi``
+with ``bg`` the training split's empirical unigram distribution (fixed) and ``lam =
+sigmoid(a)`` one global learnable scalar; the topics read out stay ``phi``; 0 = off),
+``x_bg_fixed`` (with it: ``lam`` frozen at its initial value; a diagnostic).
+Prints one ``RESULT`` line: test NPMI (eps / zero), TD, rarely used sub-topics, topics with
+>= 3 of the corpus's 20 most frequent training words in their top 10 (``freq3``), per-level KL
+and active units, final loss and fit seconds (not a timing benchmark); with ``x_background``
+the learned ``lam``; with
 ``x_product`` also the NPMI / TD of two other read-outs of the topics than
 ``softmax(beta)``: ``std`` (``beta`` standardised per word with the frozen batch-norm
 statistics) and ``pure`` (``p(w | theta = e_k)``, the standardised logits plus the shift).
@@ -28,6 +34,7 @@ import sys
 import time
 import warnings
 
+import numpy as np
 import torch
 from _common import load_pam_corpus
 from skorch.callbacks import Callback
@@ -54,6 +61,8 @@ PLAIN = over.pop("x_plain", False)
 FIXED_SHIFT = over.pop("x_fixed_shift", False)
 ENT = over.pop("x_topic_entropy", 0.0)
 PGAIN = over.pop("x_prod_gain", False)
+BG = float(over.pop("x_background", 0.0))
+BG_FIXED = over.pop("x_bg_fixed", False)
 cls = over.pop("cls", "PAMVI")
 
 
@@ -164,6 +173,29 @@ def fixed_shift_init(self, *args, **kwargs):
 if FIXED_SHIFT:
     PM.GainMixtureDecoder.__init__ = fixed_shift_init
 
+COUNTS = np.asarray(X.sum(axis=0), dtype=np.float64).ravel()
+_binit = PM.GainMixtureDecoder.__init__
+
+
+def background_init(self, *args, **kwargs):
+    _binit(self, *args, **kwargs)
+    log_bg = np.log(np.maximum(COUNTS / COUNTS.sum(), 1e-12))
+    self.register_buffer("log_bg", torch.tensor(log_bg, dtype=self.bias.dtype))
+    self.lam_logit = nn.Parameter(torch.tensor(math.log(BG / (1.0 - BG)), dtype=self.bias.dtype),
+                                  requires_grad=not BG_FIXED)
+
+
+def background_forward(self, theta):
+    """``log(lam * bg + (1 - lam) * theta @ phi)``, computed with ``logaddexp``."""
+    log_mix = torch.log(theta @ self.topic_word() + 1e-10)
+    return torch.logaddexp(nn.functional.logsigmoid(self.lam_logit) + self.log_bg,
+                           nn.functional.logsigmoid(-self.lam_logit) + log_mix)
+
+
+if BG:
+    PM.GainMixtureDecoder.__init__ = background_init
+    PM.GainMixtureDecoder.forward = background_forward
+
 
 class Schedule(Callback):
     """Per-batch KL warm-up and learning-rate decay over the whole fit."""
@@ -216,8 +248,12 @@ with torch.no_grad():
         aus.append(int(((mu.var(0) > 0.01) & mask).sum()))
 td = topic_diversity(m.components_, top_n=10)
 rare = int((use.mean(0) < 0.5 / K).sum())
+top20 = set(np.argsort(-COUNTS)[:20].tolist())
+freq3 = int(sum(len(top20 & set(np.argsort(-row)[:10].tolist())) >= 3 for row in m.components_))
 readouts = ""
 dec = mod.decoder
+if BG:
+    readouts += f" lam {torch.sigmoid(dec.lam_logit).item():.3f}"
 if hasattr(dec, "bn"):  # product decoder: NPMI of other read-outs of the same fit
     with torch.no_grad():
         std = (dec.beta - dec.bn.running_mean) * torch.rsqrt(dec.bn.running_var + dec.bn.eps)
@@ -230,6 +266,6 @@ if hasattr(dec, "bn"):  # product decoder: NPMI of other read-outs of the same f
                 rz = npmi_coherence(tw, Xt, top_n=10, zero_cooccurrence="zero").mean
             readouts += f" [{name}: {re_:.3f} / {rz:.3f} TD {topic_diversity(tw, top_n=10):.2f}]"
 print(f"RESULT {data} ep{epochs} {sys.argv[3] if len(sys.argv) > 3 else ''} seed{seed}: "
-      f"NPMI eps {e:.3f} zero {z:.3f} TD {td:.2f} rare(<0.5/K) {rare} "
+      f"NPMI eps {e:.3f} zero {z:.3f} TD {td:.2f} rare(<0.5/K) {rare} freq3 {freq3} "
       f"maxshare {use.max(1).mean():.2f} KL {kls} AU {aus} "
       f"loss {m.history_[-1]['train_loss']:.1f} {secs:.0f}s{readouts}", flush=True)
