@@ -61,12 +61,13 @@ class GibbsCorpus:
         X.sum_duplicates()
         n_docs, n_features = X.shape
         counts = np.rint(X.data).astype(np.int64)
-        keep = counts > 0
-        # CSC order: word-major, then document.
-        word_of_nnz = np.repeat(np.arange(n_features, dtype=np.int32), np.diff(X.indptr))
-        doc = np.repeat(X.indices.astype(np.int32)[keep], counts[keep])
-        word = np.repeat(word_of_nnz[keep], counts[keep])
-        word_length = np.bincount(word, minlength=n_features).astype(np.int64)
+        # CSC order: word-major, then document (explicit zeros repeat nothing). No
+        # per-cell temporaries beyond the counts and their running sum.
+        doc = np.repeat(X.indices.astype(np.int32, copy=False), counts)
+        running = np.concatenate([[0], np.cumsum(counts)])
+        word_length = running[X.indptr[1:]] - running[X.indptr[:-1]]
+        del running
+        word = np.repeat(np.arange(n_features, dtype=np.int32), word_length)
         doc_length = np.bincount(doc, minlength=n_docs).astype(np.int64)
 
         self.device = torch.device(device)
