@@ -2,7 +2,8 @@
 
 Issue #4 asks that a 100 M-token synthetic corpus fits and trains (on one GPU). This
 script draws such a corpus from a known LDA model (``K`` topics over ``V`` words,
-``phi_k ~ Dirichlet(0.05)``, ``theta_d ~ Dirichlet(0.1)``, Poisson document lengths),
+``phi_k ~ Dirichlet(0.05)``, ``theta_d ~ Dirichlet(0.1)``, Poisson document lengths;
+:func:`sktopics.datasets.make_lda_corpus`),
 fits :class:`~sktopics.LDAGibbs` for a few sweeps and records:
 
 * the corpus (tokens, documents, non-zero cells) and the time to draw it;
@@ -30,35 +31,13 @@ import time
 from pathlib import Path
 
 import numpy as np
-import scipy.sparse as sp
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import machine, markdown_table, write_results  # noqa: E402
 
 from sktopics import LDAGibbs  # noqa: E402
-
-
-def draw_corpus(n_tokens, n_topics, n_words, mean_length, seed, docs_per_block=20000):
-    """Counts ``(n_docs, n_words)`` drawn from LDA, and the true topics ``(K, V)``."""
-    rng = np.random.default_rng(seed)
-    phi = rng.dirichlet(np.full(n_words, 0.05), size=n_topics)
-    n_docs = int(round(n_tokens / mean_length))
-    blocks = []
-    for start in range(0, n_docs, docs_per_block):
-        n = min(docs_per_block, n_docs - start)
-        length = rng.poisson(mean_length, size=n)
-        theta = rng.dirichlet(np.full(n_topics, 0.1), size=n)
-        n_dk = rng.multinomial(length, theta)  # topic counts per document
-        docs, words = [], []
-        for k in range(n_topics):
-            doc = np.repeat(np.arange(n, dtype=np.int32), n_dk[:, k])
-            docs.append(doc)
-            words.append(rng.choice(n_words, size=doc.size, p=phi[k]).astype(np.int32))
-        doc, word = np.concatenate(docs), np.concatenate(words)
-        blocks.append(sp.csr_matrix((np.ones(doc.size, dtype=np.int32), (doc, word)),
-                                    shape=(n, n_words)))
-    return sp.vstack(blocks, format="csr"), phi
+from sktopics.datasets import make_lda_corpus  # noqa: E402
 
 
 class PeakRSS:
@@ -101,7 +80,7 @@ def main(argv=None):
     parser.add_argument("--tokens", type=float, default=100e6)
     parser.add_argument("--topics", type=int, default=50)
     parser.add_argument("--words", type=int, default=20000)
-    parser.add_argument("--mean-length", type=float, default=250.0)
+    parser.add_argument("--mean-length", type=int, default=250)
     parser.add_argument("--sweeps", type=int, default=3)
     parser.add_argument("--algorithm", default="parallel")
     parser.add_argument("--device", default="cpu")
@@ -112,8 +91,10 @@ def main(argv=None):
         torch.set_num_threads(args.threads)
 
     tic = time.perf_counter()
-    X, phi_true = draw_corpus(int(args.tokens), args.topics, args.words, args.mean_length,
-                              args.seed)
+    X, phi_true, _ = make_lda_corpus(
+        n_samples=int(round(args.tokens / args.mean_length)), n_features=args.words,
+        n_components=args.topics, doc_topic_prior=0.1, topic_word_prior=0.05,
+        doc_length=args.mean_length, random_state=args.seed)
     draw_seconds = time.perf_counter() - tic
     n_tokens = int(X.sum())
     print(f"corpus: {n_tokens / 1e6:.1f} M tokens, {X.shape[0]} documents, "

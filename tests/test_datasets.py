@@ -404,7 +404,13 @@ def test_make_lda_corpus_doc_lengths():
     assert abs(lengths.var() - 50) < 5  # Poisson: variance = mean
 
 
-def test_make_lda_corpus_word_frequencies_match_model():
+@pytest.mark.parametrize("by_token", [False, True])
+def test_make_lda_corpus_word_frequencies_match_model(by_token, monkeypatch):
+    if by_token:  # force the token-level draw that large, sparse corpora use
+        from sktopics.datasets import _synthetic
+
+        monkeypatch.setattr(_synthetic, "_TOKEN_LEVEL_MIN_CELLS", 0)
+        monkeypatch.setattr(_synthetic, "_TOKEN_LEVEL_SPARSITY", 0)
     n_docs, n_words, length = 200, 30, 20_000
     X, phi, theta = make_lda_corpus(
         n_samples=n_docs,

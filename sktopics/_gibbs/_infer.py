@@ -74,9 +74,7 @@ class CellCorpus:
         counts = np.rint(X.data).astype(np.int64)
         doc = np.repeat(np.arange(n_docs, dtype=np.int32), np.diff(X.indptr))
         word = X.indices.astype(np.int32)
-        keep = counts > 0
-        doc, word, counts = doc[keep], word[keep], counts[keep]
-        parts = _split_counts(counts)
+        parts = _split_counts(counts)  # explicit zeros get no sub-cell
         blocks_doc, blocks_word, self.blocks = [], [], []
         start = 0
         for j, width in enumerate(_WIDTHS):

@@ -9,8 +9,14 @@ from sklearn.utils import check_random_state
 __all__ = ["make_lda_corpus"]
 
 # Documents are sampled in blocks of at most this many dense cells (rows x words),
-# so memory stays bounded for large corpora.
+# or of about this many tokens, so memory stays bounded for large corpora.
 _BLOCK_CELLS = 2**22
+_BLOCK_TOKENS = 2**22
+# Large, sparse corpora are sampled token by token: a multinomial over the whole
+# vocabulary per document costs O(V) per document (minutes for 100 M tokens over
+# 20,000 words), topic counts and then words per topic cost O(tokens).
+_TOKEN_LEVEL_MIN_CELLS = 2**26
+_TOKEN_LEVEL_SPARSITY = 16
 
 
 def _prior(value, size, name):
@@ -67,6 +73,43 @@ def _document_lengths(doc_length, n_samples, rng):
     return rng.integers(int(low), int(high), size=n_samples, endpoint=True, dtype=np.int64)
 
 
+def _sample_by_document(doc_topic, topic_word, lengths, rng):
+    """CSR blocks of ``x_d ~ Multinomial(N_d, theta_d @ phi)``."""
+    n_samples, n_features = doc_topic.shape[0], topic_word.shape[1]
+    block = max(1, _BLOCK_CELLS // n_features)
+    parts = []
+    for start in range(0, n_samples, block):
+        stop = min(start + block, n_samples)
+        pvals = doc_topic[start:stop] @ topic_word
+        pvals /= pvals.sum(axis=1, keepdims=True)  # guard against round-off
+        parts.append(sp.csr_matrix(rng.multinomial(lengths[start:stop], pvals)))
+    return parts
+
+
+def _sample_by_token(doc_topic, topic_word, lengths, rng):
+    """CSR blocks of the same counts, drawn through the topic assignments.
+
+    ``n_d ~ Multinomial(N_d, theta_d)`` over topics, then each topic's tokens
+    draw their words from ``phi_k``; summing ``z`` out gives the same
+    distribution as :func:`_sample_by_document`.
+    """
+    n_samples, n_features = doc_topic.shape[0], topic_word.shape[1]
+    block = max(1, int(_BLOCK_TOKENS // max(lengths.mean(), 1)))
+    parts = []
+    for start in range(0, n_samples, block):
+        stop = min(start + block, n_samples)
+        n_dk = rng.multinomial(lengths[start:stop], doc_topic[start:stop])
+        docs, words = [], []
+        for k in range(topic_word.shape[0]):
+            doc = np.repeat(np.arange(stop - start, dtype=np.int32), n_dk[:, k])
+            docs.append(doc)
+            words.append(rng.choice(n_features, size=doc.size, p=topic_word[k]))
+        doc, word = np.concatenate(docs), np.concatenate(words)
+        parts.append(sp.csr_matrix((np.ones(doc.size, dtype=np.int64), (doc, word)),
+                                   shape=(stop - start, n_features)))
+    return parts
+
+
 def make_lda_corpus(
     n_samples=100,
     n_features=50,
@@ -117,6 +160,14 @@ def make_lda_corpus(
     doc_topic : ndarray of shape (n_samples, n_components)
         The document-topic proportions ``theta``; rows sum to 1.
 
+    Notes
+    -----
+    Corpora with more than ``2**26`` cells and fewer than one token per 16 cells
+    (large vocabularies, short documents) are drawn through the topic
+    assignments: topic counts per document, then each topic's words. It is the
+    same distribution at ``O(tokens)`` instead of ``O(documents x words)`` cost,
+    but a different random stream from the per-document draw used otherwise.
+
     Examples
     --------
     >>> from sktopics.datasets import make_lda_corpus
@@ -141,13 +192,11 @@ def make_lda_corpus(
     doc_topic = rng.dirichlet(alpha, size=n_samples)
     lengths = _document_lengths(doc_length, n_samples, rng)
 
-    block = max(1, _BLOCK_CELLS // n_features)
-    parts = []
-    for start in range(0, n_samples, block):
-        stop = min(start + block, n_samples)
-        pvals = doc_topic[start:stop] @ topic_word
-        pvals /= pvals.sum(axis=1, keepdims=True)  # guard against round-off
-        parts.append(sp.csr_matrix(rng.multinomial(lengths[start:stop], pvals)))
+    n_cells = n_samples * n_features
+    if n_cells > _TOKEN_LEVEL_MIN_CELLS and n_cells > _TOKEN_LEVEL_SPARSITY * lengths.sum():
+        parts = _sample_by_token(doc_topic, topic_word, lengths, rng)
+    else:
+        parts = _sample_by_document(doc_topic, topic_word, lengths, rng)
     X = sp.vstack(parts, format="csr") if len(parts) > 1 else parts[0]
     X = sp.csr_matrix(
         (X.data.astype(np.int64), X.indices.astype(np.int32), X.indptr.astype(np.int32)),
