@@ -341,6 +341,29 @@ def test_pam_views_use_the_path_engine():
     assert np.isfinite(default_score(generative_view(est), sp.csr_matrix(X[:4])))
 
 
+def test_left_to_right_scores_two_level_pams_and_explains_the_others(prodlda):
+    from sktopics import PAMVI, MoLDA
+
+    X = corpus(40)
+    for est in (PAMVI(structure=(2, 3), hidden_sizes=(8, 8), max_iter=2, batch_size=20,
+                      device="cpu", random_state=0),
+                MoLDA(components=(2, 3), hidden_sizes=(8, 8), max_iter=2, batch_size=20,
+                      device="cpu", random_state=0)):
+        est.fit(X)
+        lr = left_to_right_log_likelihood(est, X[:4], n_particles=200, random_state=0)
+        ais = ais_log_likelihood(est, X[:4], n_temperatures=200, n_chains=20, random_state=0)
+        # the same model (the Dirichlets the Laplace priors approximate), two estimators
+        se = np.hypot(lr.per_document_stderr, ais.per_document_stderr)
+        assert np.all(np.abs(lr.per_document - ais.per_document) < np.maximum(0.05, 6 * se))
+        scorer = make_left_to_right_scorer(n_particles=10, random_state=0)
+        assert np.isfinite(scorer(est, X[:4]))
+    deep = PAMVI(structure=(2, 2, 3), hidden_sizes=(8, 8), max_iter=1, batch_size=20,
+                 device="cpu", random_state=0).fit(X)
+    for est, name in ((deep, "deeper than two levels"), (prodlda, "ProdLDA")):
+        with pytest.raises(ValueError, match=name):
+            left_to_right_log_likelihood(est, X[:2], n_particles=2)
+
+
 def test_iteration_ais_accepts_an_estimator_with_snapshots():
     from sktopics import LDAGibbs
 

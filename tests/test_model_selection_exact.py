@@ -507,10 +507,7 @@ class _PAMView:
 
 
 def test_pam_path_ais_unbiased_and_convergent():
-    rng = np.random.default_rng(0)
-    phi = rng.dirichlet(np.full(4, 0.5), 3)
-    alpha_root = np.array([0.5, 1.2])
-    alpha_sub = np.array([[0.4, 0.8, 0.0], [0.0, 0.5, 0.9]])  # masked edges (MoLDA-like)
+    phi, alpha_root, alpha_sub = _pam_problem()
     doc = np.array([2, 1, 0, 1])
     exact = exact_pam_log_likelihood(phi, alpha_root, alpha_sub, words_of(doc))
     view = _PAMView(phi, alpha_root, alpha_sub)
@@ -520,6 +517,40 @@ def test_pam_path_ais_unbiased_and_convergent():
     assert_unbiased_in_probability(res.per_document, exact)
     res = ais_log_likelihood(view, doc[None], n_temperatures=200, n_chains=400, random_state=0)
     assert abs(res.per_document[0] - exact) < max(0.03, 6 * res.per_document_stderr[0])
+
+
+def _pam_problem():
+    rng = np.random.default_rng(0)
+    phi = rng.dirichlet(np.full(4, 0.5), 3)
+    alpha_root = np.array([0.5, 1.2])
+    alpha_sub = np.array([[0.4, 0.8, 0.0], [0.0, 0.5, 0.9]])  # masked edges (MoLDA-like)
+    return phi, alpha_root, alpha_sub
+
+
+def test_pam_left_to_right_unbiased_and_convergent():
+    phi, alpha_root, alpha_sub = _pam_problem()
+    view = _PAMView(phi, alpha_root, alpha_sub)
+    doc = np.array([2, 1, 0, 1])
+    exact = exact_pam_log_likelihood(phi, alpha_root, alpha_sub, words_of(doc))
+    res = left_to_right_log_likelihood(view, np.tile(doc, (3000, 1)), n_particles=2, n_filters=1,
+                                       random_state=0)
+    assert_unbiased_in_probability(res.per_document, exact)
+    X = np.array([[1, 0, 2, 1], [0, 3, 1, 0], [2, 1, 0, 1]])
+    exact = np.array([exact_pam_log_likelihood(phi, alpha_root, alpha_sub, words_of(x)) for x in X])
+    for rejuvenate in (False, True):
+        res = left_to_right_log_likelihood(view, X, n_particles=2000, n_filters=4,
+                                           rejuvenate=rejuvenate, random_state=1)
+        err = np.abs(res.per_document - exact)
+        assert np.all(err < np.maximum(0.03, 6 * res.per_document_stderr)), err
+
+
+def test_pam_with_one_super_topic_is_lda():
+    # a 4-PAM with one super-topic is LDA: the path predictive reduces to the topic urn
+    phi, alpha, X = make_problem(7, n_docs=3)
+    lda = left_to_right_log_likelihood((phi, alpha), X, n_particles=50, random_state=0)
+    pam = left_to_right_log_likelihood(_PAMView(phi, np.array([2.0]), alpha[None]), X,
+                                       n_particles=50, random_state=0)
+    np.testing.assert_allclose(pam.per_document, lda.per_document, rtol=0, atol=1e-9)
 
 
 def test_document_completion_matches_exact_conditional():

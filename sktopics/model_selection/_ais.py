@@ -267,10 +267,12 @@ def _expand_tokens(X, rows):
     return tokens, mask, lengths
 
 
-def _batches(lengths, n_rows_per_doc, n_topics, max_elements=None, min_fill=0.0):
+def _batches(lengths, n_rows_per_doc, n_topics, max_elements=None, min_fill=0.0,
+             row_elements=0):
     """Document batches in decreasing length (rows of a batch are length-sorted).
 
-    A batch holds at most ``max_elements`` rows x positions x topics; with
+    A batch holds at most ``max_elements`` rows x (positions x topics +
+    ``row_elements``); with
     ``min_fill > 0`` a new batch also starts when a document is shorter than
     ``min_fill`` times the batch's longest one (bounds the padding of kernels that
     work on all positions at once).
@@ -281,7 +283,7 @@ def _batches(lengths, n_rows_per_doc, n_topics, max_elements=None, min_fill=0.0)
     batches, start = [], 0
     while start < len(order):
         n_max = max(int(lengths[order[start]]), 1)
-        per_doc = n_rows_per_doc * n_max * n_topics
+        per_doc = n_rows_per_doc * (n_max * n_topics + row_elements)
         size = max(1, max_elements // max(per_doc, 1))
         if min_fill > 0:
             short = np.flatnonzero(lengths[order[start : start + size]] < min_fill * n_max)
@@ -295,14 +297,15 @@ def _batches(lengths, n_rows_per_doc, n_topics, max_elements=None, min_fill=0.0)
 def _kernel_batches(lengths, n_chains, n_topics, kernel):
     """Document batches for a z-space kernel.
 
-    The collapsed sweep holds O(rows x N) state (word factors are looked up per
-    position in a per-temperature table), so its batches are large: the lock-step
-    loop then runs once over the longest document for many rows at a time. The
-    blocked kernel materialises (rows, N, K) word factors and bounds padding.
+    The collapsed sweep holds O(rows x (N + K)) state (word factors are looked up
+    per position in a per-temperature table), so its batches are large: the
+    lock-step loop then runs once over the longest document for many rows at a
+    time. The blocked kernel materialises (rows, N, K) word factors and bounds
+    padding.
     """
     if kernel == "blocked":
         return _batches(lengths, n_chains, n_topics, min_fill=0.5)
-    return _batches(lengths, n_chains, 2)
+    return _batches(lengths, n_chains, 2, row_elements=n_topics)
 
 
 # --------------------------------------------------------------------------- schedules
@@ -1318,17 +1321,13 @@ def default_score(view, X_csr):
     if n_tokens <= 0:
         raise ValueError("score needs at least one token in X.")
     device = torch.device("cpu")
-    mix = view.token_mixture()
     integer = X.nnz == 0 or np.array_equal(np.rint(X.data), X.data)
-    return _default_score(view, X, mix, integer, n_tokens, device)
+    if view.token_mixture() is not None and integer:
+        from ._left_to_right import _smc_log_likelihood, sequential_mixture
 
-
-def _default_score(view, X, mix, integer, n_tokens, device):
-    if mix is not None and integer:
-        from ._left_to_right import _smc_log_likelihood
-
-        est = _smc_log_likelihood(mix, X, n_particles=32, n_filters=1, resample_threshold=0.5,
-                                  rejuvenate=False, device=device, root=_root_key(0))[0]
+        est = _smc_log_likelihood(sequential_mixture(view), X, n_particles=32, n_filters=1,
+                                  resample_threshold=0.5, rejuvenate=False, device=device,
+                                  root=_root_key(0))[0]
     else:
         est = _importance_sampling(view, X, 64, _root_key(0), device)
     return float(np.sum(est) / n_tokens)

@@ -6,6 +6,10 @@ of per-position particle means without reweighting the particles by their past
 predictive probabilities, which is biased *upwards*. Here the particles are weighted
 and resampled (a sequential Monte Carlo filter, Del Moral, Doucet & Jasra 2006), so
 ``exp`` of the estimate is unbiased for p(w); its log is biased low.
+
+The particles of a two-level PAM (4-PAM, MoLDA) carry each token's path
+``(super-topic, sub-topic)``; the root's and every node's distributions are
+collapsed, so a path's predictive probability is a product of two Polya urns.
 """
 
 import math
@@ -43,7 +47,74 @@ def _shuffle_tokens(tokens, mask, doc_ids, root):
     return torch.gather(tokens, 1, order), torch.gather(mask, 1, order)
 
 
-def _smc_batch(phi_t, alpha, tokens, mask, keys, n_particles, n_groups,
+class _TopicPredictive:
+    """LDA's Polya urn: a token's topic given the prefix's, theta collapsed.
+
+    ``weights(c)`` are the unnormalised predictive probabilities ``c_k + alpha_k``
+    of each topic given the prefix's counts ``c`` (rows, K); they sum to ``n +
+    total_prior`` for a prefix of ``n`` tokens.
+    """
+
+    def __init__(self, alpha):
+        self.alpha = alpha
+        self.n_latent = alpha.shape[0]
+        self.total_prior = float(alpha.sum())
+
+    def weights(self, c):
+        return c + self.alpha
+
+
+class _PAMPathPredictive:
+    """The same urn for the paths ``(s, t)`` of a two-level PAM, every node collapsed.
+
+    A path's weight is ``(n_s + alpha_root_s) (c_st + alpha_st) / (n_s + A_s)``
+    with ``n_s`` the prefix's tokens through super-topic ``s`` and ``A_s`` the sum
+    of ``s``'s Dirichlet; summed over the paths it is ``n + sum(alpha_root)``.
+    """
+
+    def __init__(self, alpha_root, alpha_path, path_super):
+        self.alpha_root = alpha_root
+        self.alpha_path = alpha_path
+        self.path_super = path_super
+        self.onehot = torch.nn.functional.one_hot(path_super, alpha_root.shape[0]).to(alpha_path.dtype)
+        self.node_total = self.onehot.T @ alpha_path  # (S,)
+        self.n_latent = alpha_path.shape[0]
+        self.total_prior = float(alpha_root.sum())
+
+    def weights(self, c):
+        n_super = c @ self.onehot
+        factor = (n_super + self.alpha_root) / (n_super + self.node_total)
+        return factor[:, self.path_super] * (c + self.alpha_path)
+
+
+def sequential_mixture(view):
+    """``(phi, kind, params)`` of a view whose tokens can be scored left to right.
+
+    LDA-like views (``token_mixture()``) give their topics; two-level PAMs
+    (``path_mixture()``) give one row of ``phi`` per path, the path's leaf topic.
+    ``None`` for other views (ProdLDA, deeper DAGs).
+    """
+    mix = view.token_mixture()
+    if mix is not None:
+        phi, alpha = mix
+        return np.asarray(phi, dtype=np.float64), "topics", (np.asarray(alpha, dtype=np.float64),)
+    path_method = getattr(view, "path_mixture", None)
+    paths = path_method() if path_method is not None else None
+    if paths is None:
+        return None
+    phi, alpha_root, alpha_sub = (np.asarray(a, dtype=np.float64) for a in paths)
+    supers, leaves = np.nonzero(alpha_sub > 0)
+    return phi[leaves], "pam_paths", (alpha_root, alpha_sub[supers, leaves], supers)
+
+
+def _predictive(kind, params, device):
+    tensors = [torch.as_tensor(p, device=device) for p in params]
+    if kind == "topics":
+        return _TopicPredictive(*tensors)
+    return _PAMPathPredictive(*tensors)
+
+
+def _smc_batch(phi_t, predictive, tokens, mask, keys, n_particles, n_groups,
                resample_threshold, rejuvenate, n_observed=None):
     """One SMC filter per (document, group); returns log p-hat (n_docs * n_groups,).
 
@@ -51,8 +122,8 @@ def _smc_batch(phi_t, alpha, tokens, mask, keys, n_particles, n_groups,
     filters still running at position n are a prefix of the rows: no masking.
     """
     device = tokens.device
-    n_topics = alpha.shape[0]
-    a_sum = float(alpha.sum())
+    n_topics = predictive.n_latent
+    a_sum = predictive.total_prior
     rows_per_doc = n_groups * n_particles
     n_rows = tokens.shape[0] * rows_per_doc
     n_filters = tokens.shape[0] * n_groups
@@ -82,11 +153,11 @@ def _smc_batch(phi_t, alpha, tokens, mask, keys, n_particles, n_groups,
             break
         nr = nf * n_particles
         if rejuvenate and n > 1:
-            _rejuvenate(phi_t, alpha, tok[:nr], z[:nr], c[:nr], n, keys[:nr], n)
+            _rejuvenate(phi_t, predictive, tok[:nr], z[:nr], c[:nr], n, keys[:nr], n)
         nd = docs_active[n]
         phi_w = phi_t.index_select(0, tokens_t[n, :nd]).unsqueeze(1)  # (docs, 1, K)
         cn = c[:nr]
-        weights = ((cn + alpha).view(nd, rows_per_doc, n_topics) * phi_w).view(nr, n_topics)
+        weights = (predictive.weights(cn).view(nd, rows_per_doc, n_topics) * phi_w).view(nr, n_topics)
         log_a = (torch.log(weights.sum(-1)) - math.log(n + a_sum)).view(nf, n_particles)
         norm_w = log_w[:nf] - torch.logsumexp(log_w[:nf], 1, keepdim=True)
         log_z = torch.logsumexp(norm_w + log_a, 1)
@@ -115,31 +186,44 @@ def _smc_batch(phi_t, alpha, tokens, mask, keys, n_particles, n_groups,
     return log_p, n_resamples
 
 
-def _rejuvenate(phi_t, alpha, tok, z, c, n, keys, step):
+def _require_sequential_mixture(view, caller):
+    mixture = sequential_mixture(view)
+    if mixture is None:
+        raise ValueError(
+            f"{caller} needs a model whose tokens are a mixture with Dirichlet priors that "
+            "can be collapsed: LDA-like models (LDAGibbs, AVITM) or two-level PAMs (4-PAM, "
+            "MoLDA). ProdLDA's likelihood is not a mixture, and PAMs deeper than two levels "
+            "are not supported; use ais_log_likelihood."
+        )
+    return mixture
+
+
+def _rejuvenate(phi_t, predictive, tok, z, c, n, keys, step):
     """A collapsed Gibbs sweep over positions < n of every particle (pi_{n-1}-invariant)."""
     u = _uniform(keys.view(-1, 1), 2, step, torch.arange(n, device=z.device).view(1, -1))
     ones = torch.ones(z.shape[0], 1, dtype=c.dtype, device=c.device)
     for j in range(n):
         zj = z[:, j : j + 1]
         c.scatter_add_(1, zj, -ones)
-        cum = torch.cumsum((c + alpha) * phi_t[tok[:, j]], -1)
+        cum = torch.cumsum(predictive.weights(c) * phi_t[tok[:, j]], -1)
         k = torch.searchsorted(cum, u[:, j : j + 1] * cum[:, -1:]).clamp_(max=cum.shape[1] - 1)
         z[:, j : j + 1] = k
         c.scatter_add_(1, k, ones)
 
 
-def _smc_log_likelihood(mix, X, *, n_particles, n_filters, resample_threshold, rejuvenate,
+def _smc_log_likelihood(mixture, X, *, n_particles, n_filters, resample_threshold, rejuvenate,
                         device, root, observed_fraction=None):
-    phi, alpha = mix
-    phi_t = torch.as_tensor(np.asarray(phi), dtype=torch.float64, device=device).T.contiguous()
+    """Per-document SMC estimates; ``mixture`` is :func:`sequential_mixture`'s triple."""
+    phi, kind, params = mixture
+    phi_t = torch.as_tensor(phi, dtype=torch.float64, device=device).T.contiguous()
     phi_t = phi_t.clamp_min(1e-300)
-    alpha_t = torch.as_tensor(np.asarray(alpha, dtype=np.float64), device=device)
+    predictive = _predictive(kind, params, device)
     lengths = np.asarray(X.sum(1)).ravel().astype(np.int64)
     n_docs = X.shape[0]
     est = np.zeros(n_docs)
     se = np.zeros(n_docs)
     n_res = 0
-    for batch in _batches(lengths, n_particles * n_filters, 2):
+    for batch in _batches(lengths, n_particles * n_filters, 2, row_elements=predictive.n_latent):
         tokens, mask, _ = _expand_tokens(X, batch)
         tokens = torch.as_tensor(tokens, device=device)
         mask = torch.as_tensor(mask, device=device)
@@ -149,7 +233,7 @@ def _smc_log_likelihood(mix, X, *, n_particles, n_filters, resample_threshold, r
         if observed_fraction is not None:
             n_obs = torch.as_tensor(np.floor(observed_fraction * lengths[batch]).astype(np.int64),
                                     device=device)
-        log_p, r = _smc_batch(phi_t, alpha_t, tokens, mask, keys, n_particles, n_filters,
+        log_p, r = _smc_batch(phi_t, predictive, tokens, mask, keys, n_particles, n_filters,
                               float(resample_threshold), rejuvenate, n_obs)
         n_res += r
         log_p = log_p.view(len(batch), n_filters)
@@ -199,7 +283,12 @@ def left_to_right_log_likelihood(
     Parameters
     ----------
     estimator : estimator, Pipeline, GenerativeView or (topic_word, alpha)
-        A model whose view has ``token_mixture()``.
+        A model whose tokens are a mixture under collapsible Dirichlet priors: an
+        LDA-like view (``token_mixture()``: LDAGibbs, AVITM) or a two-level PAM
+        (``path_mixture()``: 4-PAM PAMVI, MoLDA), whose particles then carry each
+        token's path ``(super-topic, sub-topic)`` with every node's distribution
+        collapsed. For the neural models the Dirichlets are the ones their Laplace
+        priors approximate, as in :func:`ais_log_likelihood`.
     X : {array-like, sparse matrix} of shape (n_documents, n_words)
         Held-out integer counts.
     n_particles : int, default=100
@@ -221,12 +310,7 @@ def left_to_right_log_likelihood(
     device = resolve_device(device)
     estimator, X = _split_pipeline(estimator, X)
     view = generative_view(estimator)
-    mix = view.token_mixture()
-    if mix is None:
-        raise ValueError(
-            "left_to_right_log_likelihood needs a per-token mixture model "
-            "(view.token_mixture()); use ais_log_likelihood for ProdLDA."
-        )
+    mix = _require_sequential_mixture(view, "left_to_right_log_likelihood")
     X = _check_counts(X, view.n_features, integer=True)
     est, se, n_res = _smc_log_likelihood(mix, X, n_particles=n_particles, n_filters=n_filters,
                                          resample_threshold=resample_threshold,
@@ -289,9 +373,7 @@ def document_completion_log_likelihood(
     device = resolve_device(device)
     estimator, X = _split_pipeline(estimator, X)
     view = generative_view(estimator)
-    mix = view.token_mixture()
-    if mix is None:
-        raise ValueError("document completion needs a per-token mixture model (token_mixture()).")
+    mix = _require_sequential_mixture(view, "document_completion_log_likelihood")
     X = _check_counts(X, view.n_features, integer=True)
     est, se, _ = _smc_log_likelihood(mix, X, n_particles=n_particles, n_filters=n_filters,
                                      resample_threshold=0.5, rejuvenate=False, device=device,
