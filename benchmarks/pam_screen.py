@@ -64,11 +64,25 @@ PGAIN = over.pop("x_prod_gain", False)
 BG = float(over.pop("x_background", 0.0))
 BG_FIXED = over.pop("x_bg_fixed", False)
 cls = over.pop("cls", "PAMVI")
+LEARN_PRIOR = over.pop("x_learn_prior", "")
+FREE_BITS = float(over.pop("x_free_bits", 0.0))
+SHARED_TRUNK = over.pop("x_shared_trunk", False)
+
+
+def free_bits_kl(self, mus, logvars):
+    """Kingma et al. (2016) free bits: each node's batch-mean KL counts as at least FREE_BITS."""
+    total = 0.0
+    for mu, logvar, mask, (mean, var) in zip(mus, logvars, self.masks(), self.priors()):
+        kl = 0.5 * (logvar.exp() / var + (mean - mu) ** 2 / var - 1.0 - logvar + var.log())
+        per_node = (kl * mask).sum(-1)  # (B, P)
+        total = total + per_node.mean(0).clamp_min(FREE_BITS).sum()
+    return total
 
 
 def neg_elbo(self, x, y_pred):
     lw, mus, logvars = y_pred
-    loss = PM.reconstruction_nll(x, lw) + KLW * getattr(self, "kl_weight", 1.0) * self.kl(mus, logvars)
+    kl = free_bits_kl(self, mus, logvars) if FREE_BITS else self.kl(mus, logvars)
+    loss = PM.reconstruction_nll(x, lw) + KLW * getattr(self, "kl_weight", 1.0) * kl
     if ENT:  # penalty on the sub-topics' entropies (not an ELBO)
         phi = self.decoder.topic_word()
         loss = loss - ENT * (phi * torch.log(phi + 1e-12)).sum()
@@ -87,6 +101,39 @@ def forward(self, x, generator=None):
 
 PM.PAMVAE.negative_elbo = neg_elbo
 PM.PAMVAE.forward = forward
+
+_vinit = PM.PAMVAE.__init__
+
+
+def learned_prior_init(self, *args, **kwargs):
+    """Empirical-Bayes priors: the Laplace means (and log-variances) become parameters."""
+    _vinit(self, *args, **kwargs)
+    first = 0 if LEARN_PRIOR.startswith("all") else 1
+    for level in range(first, self.n_levels):
+        mean = getattr(self, f"prior_mean_{level}")
+        var = getattr(self, f"prior_var_{level}")
+        delattr(self, f"prior_mean_{level}")
+        self.register_parameter(f"prior_mean_{level}", nn.Parameter(mean.clone()))
+        if LEARN_PRIOR.endswith("var"):
+            delattr(self, f"prior_var_{level}")
+            self.register_parameter(f"prior_logvar_{level}", nn.Parameter(var.log().clone()))
+
+
+def learned_priors(self):
+    out = []
+    for level in range(self.n_levels):
+        mean = getattr(self, f"prior_mean_{level}")
+        if hasattr(self, f"prior_logvar_{level}"):
+            var = getattr(self, f"prior_logvar_{level}").exp()
+        else:
+            var = getattr(self, f"prior_var_{level}")
+        out.append((mean, var))
+    return out
+
+
+if LEARN_PRIOR:
+    PM.PAMVAE.__init__ = learned_prior_init
+    PM.PAMVAE.priors = learned_priors
 
 
 class MuL2(nn.Module):
@@ -119,6 +166,26 @@ def level_init(self, n_features, mask, hidden_sizes, activation, dropout, logvar
 
 
 PM.LevelEncoder.__init__ = level_init
+
+_sinit = PM.StructuredEncoder.__init__
+
+
+def shared_trunk_init(self, *args, **kwargs):
+    """One hidden MLP for all levels, a pair of heads per level."""
+    _sinit(self, *args, **kwargs)
+    for level in self.levels[1:]:
+        level.hidden = self.levels[0].hidden
+
+
+def tied_mean_node_probs(self, x):
+    """``softmax(mu)`` per node in float32 (functional_call refuses tied weights)."""
+    mus, _ = self.encoder(x.float())
+    return [p.double() for p in self.node_probs(mus)]
+
+
+if SHARED_TRUNK:
+    PM.StructuredEncoder.__init__ = shared_trunk_init
+    PM.PAMVAE.mean_node_probs = tied_mean_node_probs
 
 
 class ProductDecoder(ProductOfExpertsDecoder):

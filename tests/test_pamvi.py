@@ -364,3 +364,14 @@ def test_shift_init_starts_the_decoder_at_the_word_frequencies(corpus):
         np.testing.assert_allclose(part.bias.detach().numpy(), expected, rtol=1e-5, atol=1e-6)
     with pytest.raises(ValueError, match="shift_init"):
         PAMVI((2, 4), shift_init="uniform", **FAST).fit(X)
+
+
+@pytest.mark.parametrize("structure, advice", [((2, 60), "Train longer"),
+                                               ((20, 60), "batch_size=200")])
+def test_collapse_warning_advice_depends_on_the_number_of_node_coordinates(structure, advice):
+    X, _, _ = make_pam_corpus(n_samples=40, n_features=700, structure=(2, 4), random_state=0)
+    model = PAMVI(structure=structure, hidden_sizes=(8, 8), max_iter=1, batch_size=20,
+                  device="cpu", random_state=0).fit(X)
+    model.components_ = np.tile(model.components_[:1], (structure[1], 1))
+    with pytest.warns(UserWarning, match=advice):
+        model._warn_if_collapsed()

@@ -251,11 +251,14 @@ class NeuralTopicModel(BaseTopicModel):
         if diversity < 0.25:
             warnings.warn(
                 f"{type(self).__name__}: the topics look collapsed (only {diversity:.0%} "
-                "of the top-10 words are distinct across topics). Train longer, raise "
-                "learning_rate or keep batch norm and dropout on (see the user guide).",
+                f"of the top-10 words are distinct across topics). {self._collapse_advice()}",
                 UserWarning,
                 stacklevel=4,
             )
+
+    def _collapse_advice(self):
+        return ("Train longer, raise learning_rate or keep batch norm and dropout on (see the "
+                "user guide).")
 
 
 class EncoderProposal:
