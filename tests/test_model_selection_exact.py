@@ -536,10 +536,11 @@ def test_pam_left_to_right_unbiased_and_convergent():
                                        random_state=0)
     assert_unbiased_in_probability(res.per_document, exact)
     X = np.array([[1, 0, 2, 1], [0, 3, 1, 0], [2, 1, 0, 1]])
-    exact = np.array([exact_pam_log_likelihood(phi, alpha_root, alpha_sub, words_of(x)) for x in X])
-    for rejuvenate in (False, True):
-        res = left_to_right_log_likelihood(view, X, n_particles=2000, n_filters=4,
-                                           rejuvenate=rejuvenate, random_state=1)
+    full = np.array([[0.4, 0.8, 0.3], [0.6, 0.5, 0.9]])  # every super-topic to every sub-topic
+    for rejuvenate, sub in ((False, alpha_sub), (True, alpha_sub), (False, full)):
+        exact = np.array([exact_pam_log_likelihood(phi, alpha_root, sub, words_of(x)) for x in X])
+        res = left_to_right_log_likelihood(_PAMView(phi, alpha_root, sub), X, n_particles=2000,
+                                           n_filters=4, rejuvenate=rejuvenate, random_state=1)
         err = np.abs(res.per_document - exact)
         assert np.all(err < np.maximum(0.03, 6 * res.per_document_stderr)), err
 
@@ -603,3 +604,19 @@ def test_compiled_lockstep_loops_match_the_eager_sweep(monkeypatch, path):
     for other in (plain, generic):
         np.testing.assert_allclose(compiled.forward, other.forward, rtol=0, atol=1e-9)
         np.testing.assert_allclose(compiled.reverse, other.reverse, rtol=0, atol=1e-9)
+
+
+@pytest.mark.parametrize("full_dag", [False, True])
+def test_compiled_pam_loop_matches_the_eager_sweep(monkeypatch, full_dag):
+    import sktopics.model_selection._ais as ais_mod
+
+    phi, alpha_root, alpha_sub = _pam_problem()
+    if full_dag:
+        alpha_sub = np.array([[0.4, 0.8, 0.3], [0.6, 0.5, 0.9]])
+    view = _PAMView(phi, alpha_root, alpha_sub)
+    X = np.array([[1, 0, 2, 1], [0, 3, 1, 0], [2, 1, 0, 1], [0, 0, 1, 0]])
+    kw = dict(n_temperatures=8, n_chains=3, random_state=3)
+    compiled = ais_log_likelihood(view, X, **kw)
+    monkeypatch.setattr(ais_mod, "_fast_loop", lambda path, shift: None)  # generic loop
+    generic = ais_log_likelihood(view, X, **kw)
+    np.testing.assert_allclose(compiled.per_document, generic.per_document, rtol=0, atol=1e-9)

@@ -584,6 +584,34 @@ def _sequential_steps(state, z_t, u_t, tokens_t, table, a_sum: float, n_active: 
     return logw
 
 
+def _pam_steps(c, n_super, z_t, u_t, tokens_t, table, alpha_path, alpha_root, node_total,
+               path_super, n_active: list[int]):
+    """The lock-step loop of :func:`_sweep_collapsed` for PAM paths (:class:`_PAMZPath`).
+
+    The conditional of a path (s, t) is (n_s + alpha_root_s) / (n_s + A_s) x (c_st +
+    alpha_st) x table[w]; ``c`` (rows, P) holds the path counts and ``n_super``
+    (rows, S) the counts per super-topic, both updated in place, so that
+    ``n_super`` is not recomputed from ``c`` (an O(P x S) product) at every step.
+    Other arguments as in :func:`_shifted_steps`.
+    """
+    n_paths = c.shape[1]
+    ones = torch.ones(c.shape[0], 1, dtype=c.dtype, device=c.device)
+    for j in range(len(n_active)):
+        n = n_active[j]
+        if n == 0:
+            break
+        cj, nsj = c[:n], n_super[:n]
+        old = z_t[j, :n].view(-1, 1)
+        cj.scatter_add_(1, old, -ones[:n])
+        nsj.scatter_add_(1, path_super.index_select(0, old.view(-1)).view(-1, 1), -ones[:n])
+        factor = ((nsj + alpha_root) / (nsj + node_total)).index_select(1, path_super)
+        cum = torch.cumsum(factor * (cj + alpha_path) * table.index_select(0, tokens_t[j, :n]), -1)
+        k = torch.searchsorted(cum, u_t[j, :n].view(-1, 1) * cum[:, -1:]).clamp_(max=n_paths - 1)
+        z_t[j, :n] = k.view(-1)
+        cj.scatter_add_(1, k, ones[:n])
+        nsj.scatter_add_(1, path_super.index_select(0, k.view(-1)).view(-1, 1), ones[:n])
+
+
 def _draw_sequential(path, alpha, mask, keys, counters):
     """z drawn token by token from the left-to-right proposal of model ``path`` at b = 1.
 
@@ -626,6 +654,8 @@ def _scripted(fn):
 
 def _fast_loop(path, shift):
     """The compiled loop that computes ``path``'s conditional, or None."""
+    if isinstance(path, _PAMZPath):
+        return _pam_steps
     if not isinstance(path, _ZPath):
         return None
     if shift is not None:
@@ -660,7 +690,11 @@ def _sweep_collapsed(path, b, z, c, mask, keys, counters):
     elif fast is _geometric_steps:
         _scripted(fast)(c, z_t, u_t, path.tokens_t, path.word_table(b), path.alphaA,
                         path.alphaB, float(b), n_active)
-    else:  # generic: any path with cond_probs (PAM)
+    elif fast is _pam_steps:
+        _scripted(fast)(c, c @ path.onehot, z_t, u_t, path.LA.tokens_t, path.word_table(b),
+                        path.alpha_path, path.alpha_root, path.a_sum, path.path_super,
+                        n_active)
+    else:  # generic: any path with cond_probs
         ones = torch.ones(z.shape[0], 1, dtype=c.dtype, device=c.device)
         for j in range(n_max):
             n = n_active[j]
@@ -729,12 +763,16 @@ class _PAMZPath:
     def count_shift(self, b):
         return None
 
+    def word_table(self, b):
+        """``phi[t, w]^b`` per path (V', P), cached for the current temperature."""
+        if self._table_b != b:
+            self._table, self._table_b = torch.exp(b * self.LA.table), b
+        return self._table
+
     def cond_probs(self, b, c, j, n, shifted=False):
         ns = c @ self.onehot  # (n, S)
         factor = ((ns + self.alpha_root) / (ns + self.a_sum))[:, self.path_super]
-        if self._table_b != b:
-            self._table, self._table_b = torch.exp(b * self.LA.table), b
-        w = self._table.index_select(0, self.LA.tokens_t[j, :n])
+        w = self.word_table(b).index_select(0, self.LA.tokens_t[j, :n])
         return factor * (c + self.alpha_path) * w
 
     def increment(self, b0, b1, z, c, mask):

@@ -76,13 +76,21 @@ class _PAMPathPredictive:
         self.alpha_root = alpha_root
         self.alpha_path = alpha_path
         self.path_super = path_super
-        self.onehot = torch.nn.functional.one_hot(path_super, alpha_root.shape[0]).to(alpha_path.dtype)
+        n_supers = alpha_root.shape[0]
+        self.onehot = torch.nn.functional.one_hot(path_super, n_supers).to(alpha_path.dtype)
         self.node_total = self.onehot.T @ alpha_path  # (S,)
         self.n_latent = alpha_path.shape[0]
         self.total_prior = float(alpha_root.sum())
+        # Every super-topic linked to every sub-topic: paths are row-major (S, T) blocks.
+        self.dense = self.n_latent % n_supers == 0 and bool(torch.equal(
+            path_super, torch.arange(n_supers, device=path_super.device).repeat_interleave(
+                self.n_latent // n_supers)))
 
     def weights(self, c):
-        n_super = c @ self.onehot
+        if self.dense:  # O(P) rather than the O(P x S) product
+            n_super = c.view(c.shape[0], self.alpha_root.shape[0], -1).sum(-1)
+        else:
+            n_super = c @ self.onehot
         factor = (n_super + self.alpha_root) / (n_super + self.node_total)
         return factor[:, self.path_super] * (c + self.alpha_path)
 
