@@ -13,7 +13,6 @@ Run under ``/tmp/bin/cpu-timed`` (the seconds are reported):
 """
 
 import argparse
-import json
 import os
 import sys
 import time
@@ -22,7 +21,7 @@ import numpy as np
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import RESULTS, load_pam_corpus, machine
+from _common import load_pam_corpus, machine, write_results
 
 from sktopics import PAMVI
 from sktopics.model_selection import ais_log_likelihood, left_to_right_log_likelihood
@@ -105,10 +104,7 @@ def write(out):
             f"| {r['structure'][0]}/{r['structure'][1]} | {r['paths']} | {r['method']} | {budget} | "
             f"{r['per_token']:.4f} | {r['stderr_per_token']:.4f} | {r['seconds']:.1f} | "
             f"{r['documents_per_s']:.1f} | {r['token_updates_per_s'] / 1e3:.0f} k |")
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / f"{out['args']['out']}.json").write_text(json.dumps(out, indent=1, default=str) + "\n")
-    (RESULTS / f"{out['args']['out']}.md").write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
+    write_results(out["args"]["out"], out, "\n".join(lines) + "\n")
 
 
 if __name__ == "__main__":
