@@ -69,9 +69,7 @@ def random_init(corpus, n_components, seed):
     """Uniformly random initial topics, int32 (n_tokens,)."""
     key = stream_key(seed, STREAMS["init"], 0)
     z = torch.empty(corpus.n_tokens, dtype=torch.int32, device=corpus.device)
-    for start, stop in chunk_bounds(corpus.n_tokens, _RNG_BLOCK):
-        index = torch.arange(start, stop, device=corpus.device, dtype=torch.int64)
-        u = counter_uniform(key, index)
+    for start, stop, u in _uniform_blocks(key, corpus.n_tokens, _RNG_BLOCK, corpus.device):
         z[start:stop] = (u * n_components).to(torch.int32).clamp_max_(n_components - 1)
     return z
 
