@@ -1,4 +1,4 @@
-"""Benchmark LDAGibbs against tomotopy, lda and scikit-learn's LDA, in one run.
+"""Benchmark LDAGibbs against tomotopy, pyrmallet, lda and scikit-learn's LDA, in one run.
 
 Measures, on the same machine and in the same process (so ratios are meaningful):
 
@@ -9,11 +9,14 @@ Measures, on the same machine and in the same process (so ratios are meaningful)
    tomotopy is faster than in its first sweeps). The systems are timed in
    alternation, ``--repeats`` times each, and the best timing of each is kept.
    torch threads are set with ``torch.set_num_threads`` (the library never
-   does), tomotopy uses ``workers=threads``; ``lda`` is single-threaded;
+   does), tomotopy uses ``workers=threads``; ``lda`` and pyrmallet (RustMallet,
+   Mallet's SparseLDA) are single-threaded and have no warm start, so their sweeps
+   are timed as the difference of two fresh runs;
    scikit-learn's batch VB uses ``n_jobs=threads`` and counts tokens x epochs.
-2. **Time to perplexity**: BBC, K = 50, alpha = 0.1, beta = 0.01, no
-   hyper-parameter optimisation. Each system trains in increments; after each
-   increment the document-completion perplexity (``gibbs.md`` section 9, the same
+2. **Time to perplexity**: BBC, K = 50 (``--ppl-k``), alpha = 0.1, beta = 0.01, no
+   hyper-parameter optimisation. Each system trains in increments (pyrmallet, which
+   cannot continue a chain, runs afresh to each checkpoint and is charged that run's
+   time); after each increment the document-completion perplexity (``gibbs.md`` section 9, the same
    code for every system) of the OCTIS test split is computed (evaluation time
    excluded). Reports the time to reach perplexity 900 and 870.
 3. **Quality at equal sweeps** on 20NG (and NYT with ``--nyt``).
@@ -121,6 +124,58 @@ class Tomotopy:
         return phi
 
 
+def _token_strings(X):
+    """One string per document, its tokens written ``w<column>``, for text-only peers."""
+    X = sp.csr_matrix(X)
+    docs = []
+    for d in range(X.shape[0]):
+        start, stop = X.indptr[d], X.indptr[d + 1]
+        words = np.repeat(X.indices[start:stop], X.data[start:stop].astype(np.int64))
+        docs.append(" ".join(f"w{w}" for w in words))
+    return docs
+
+
+class PyrMallet:
+    """pyrmallet: RustMallet, a Rust port of Mallet's SparseLDA (single-threaded).
+
+    It has no warm start, so ``train`` runs a fresh chain of the cumulative number
+    of sweeps (``restarts`` tells the timing code); ``n`` sweeps are timed as the
+    difference of fresh runs of ``warmup + n`` and ``warmup`` sweeps, as for ``lda``.
+    """
+
+    restarts = True
+
+    def __init__(self, X, K, seed=0):
+        from pyrmallet import _rust_mallet as rm
+
+        self.rm, self.K, self.seed, self.n_features = rm, K, seed, X.shape[1]
+        self.corpus = rm.Corpus.from_strings(_token_strings(X), token_regex=r"\S+")
+        self.done, self.model = 0, None
+
+    def _run(self, sweeps):
+        # One final sample: num_samples * sample_interval sweeps follow `iterations`.
+        self.model = self.rm.train(
+            self.corpus, num_topics=self.K, iterations=max(0, sweeps - 1), burn_in=0,
+            optimize_interval=0, num_samples=1, sample_interval=1, alpha_sum=ALPHA * self.K,
+            beta=BETA, seed=self.seed)
+
+    def train(self, sweeps):
+        self.done += sweeps
+        self._run(self.done)
+
+    def time_runs(self, skip, n):
+        """Seconds of fresh runs of ``skip + n`` and of ``skip`` sweeps."""
+        return _time(lambda: self._run(skip + n)), _time(lambda: self._run(skip))
+
+    def vocabulary(self):
+        return np.array([int(w[1:]) for w in self.model.vocabulary])
+
+    def topic_word(self):
+        phi = np.full((self.K, self.n_features), 1e-12)
+        phi[:, self.vocabulary()] = np.asarray(self.model.topic_word_matrix())
+        return phi
+
+
 # --------------------------------------------------------------------------- throughput
 def _time(fn):
     tic = time.perf_counter()
@@ -129,7 +184,7 @@ def _time(fn):
 
 
 def throughput(corpora, ks, threads_list, sweeps, warmup, lda_sweeps, with_sklearn,
-               samplers=("parallel", "mh"), repeats=2):
+               samplers=("parallel", "mh"), repeats=2, with_pyrmallet=True):
     rows = []
     for name, (X, _) in corpora.items():
         n_tokens = int(X.sum())
@@ -153,15 +208,22 @@ def throughput(corpora, ks, threads_list, sweeps, warmup, lda_sweeps, with_sklea
                     systems.append((f"sktopics {algorithm}", Ours(X, K, algorithm, threads), n))
                 n = sweeps if K < 200 else max(2, sweeps // 2)
                 systems.append(("tomotopy", Tomotopy(X, K, threads), n))
+                if threads == 1 and with_pyrmallet:
+                    systems.append(("pyrmallet", PyrMallet(X, K), sweeps))
                 best = {}
                 for _, model, _ in systems:
-                    model.train(warmup)
+                    if not getattr(model, "restarts", False):
+                        model.train(warmup)
                 for _ in range(repeats):
                     for system, model, n in systems:
-                        seconds = _time(lambda: model.train(n))  # noqa: B023
-                        best[system] = min(best.get(system, float("inf")), seconds)
+                        if getattr(model, "restarts", False):
+                            seconds = model.time_runs(warmup, n)
+                        else:
+                            seconds = (_time(lambda: model.train(n)),)  # noqa: B023
+                        best[system] = np.minimum(best.get(system, np.inf), seconds)
                 for system, _, n in systems:
-                    record(system, best[system], n)
+                    # Restarting systems: best full run minus best warm-up run.
+                    record(system, float(best[system][0] - best[system][1:].sum()), n)
                 if threads == 1 and lda_sweeps:
                     import lda
 
@@ -196,7 +258,9 @@ def time_to_perplexity(X, X_test, K, checkpoints, systems, label):
         model = factory()
         elapsed, done = 0.0, 0
         for target in checkpoints:
-            elapsed += _time(lambda: model.train(target - done))
+            seconds = _time(lambda: model.train(target - done))
+            # A restarting system's run already covers the sweeps before it.
+            elapsed = seconds if getattr(model, "restarts", False) else elapsed + seconds
             done = target
             ppl = document_completion_perplexity(X_test, model.topic_word(), ALPHA,
                                                  split=halves)
@@ -244,7 +308,8 @@ def _l1_error(theta, reference, X):
     return float(np.abs(theta[keep] - reference[keep]).sum(1).mean())
 
 
-def inference_speed(X, X_test, K, n_iter, train_sweeps, label, accuracy=True):
+def inference_speed(X, X_test, K, n_iter, train_sweeps, label, accuracy=True,
+                    with_pyrmallet=True):
     """transform (fixed-phi Gibbs, all documents at once) vs tomotopy ``infer``.
 
     Besides speed, the accuracy of each system's output is measured against the
@@ -279,6 +344,17 @@ def inference_speed(X, X_test, K, n_iter, train_sweeps, label, accuracy=True):
     theta_tomo, seconds = _timed_one_thread(
         lambda: np.asarray(tomo.model.infer(docs, iterations=n_iter, workers=1)[0]))
     rows.append(row("tomotopy infer", n_iter, seconds, theta_tomo))
+    mallet = PyrMallet(X, K) if with_pyrmallet else None
+    if mallet is not None:
+        mallet.train(train_sweeps)
+        # Its count-matrix input is a dense list of lists over its own vocabulary
+        # (``infer_strings`` would re-tokenise with its default pattern, not ours).
+        counts = Xt[:, mallet.vocabulary()].toarray().astype(np.int64).tolist()
+        theta_mallet, seconds = _timed_one_thread(
+            lambda: np.asarray(mallet.model.infer(counts, n_iter=n_iter, seed=0)))
+        # Less the time of a call with no iteration (reading the lists: 2-10 % here).
+        _, overhead = _timed_one_thread(lambda: mallet.model.infer(counts, n_iter=0, seed=0))
+        rows.append(row("pyrmallet infer", n_iter, seconds - overhead, theta_mallet))
     if accuracy:
         known = np.zeros(X.shape[1], dtype=bool)
         known[[int(w) for w in tomo.model.used_vocabs]] = True
@@ -286,10 +362,19 @@ def inference_speed(X, X_test, K, n_iter, train_sweeps, label, accuracy=True):
         ref_ours = _posterior_mean_theta(Xt, ours.model.components_, ours.model.doc_topic_prior_)
         ref_tomo = _posterior_mean_theta(Xt_known, tomo.topic_word()[:, known],
                                          np.asarray(tomo.model.alpha, dtype=np.float64))
-        for r in rows[:-1]:
-            r["L1_error"] = _l1_error(r["theta"], ref_ours, Xt)
-        rows[-1]["L1_error"] = _l1_error(theta_tomo, ref_tomo, Xt_known)
-        rows[-1]["dropped_oov_tokens"] = int(n_tokens - Xt_known.sum())
+        for r in rows:
+            if r["system"] == "sktopics transform":
+                r["L1_error"] = _l1_error(r["theta"], ref_ours, Xt)
+            if r["system"] == "tomotopy infer":
+                r["L1_error"] = _l1_error(theta_tomo, ref_tomo, Xt_known)
+                r["dropped_oov_tokens"] = int(n_tokens - Xt_known.sum())
+        if mallet is not None:
+            seen = np.zeros(X.shape[1], dtype=bool)
+            seen[mallet.vocabulary()] = True
+            ref_mallet = _posterior_mean_theta(Xt[:, seen], mallet.topic_word()[:, seen],
+                                               np.asarray(mallet.model.alpha, dtype=np.float64))
+            rows[-1]["L1_error"] = _l1_error(theta_mallet, ref_mallet, Xt[:, seen])
+            rows[-1]["dropped_oov_tokens"] = int(n_tokens - Xt[:, seen].sum())
     for r in rows:
         del r["theta"]
     for r in rows:
@@ -311,9 +396,13 @@ def main(argv=None):
                         help="timings per system (throughput), alternating; the best is kept")
     parser.add_argument("--lda-sweeps", type=int, default=5, help="0 skips lda")
     parser.add_argument("--no-sklearn", action="store_true")
+    parser.add_argument("--no-pyrmallet", action="store_true")
     parser.add_argument("--samplers", default="parallel,mh",
                         help="sktopics samplers timed in the throughput section")
     parser.add_argument("--ppl-checkpoints", default="25,50,100,200")
+    parser.add_argument("--ppl-k", type=int, default=50, help="topics of the time-to-perplexity run")
+    parser.add_argument("--ppl-samplers", default="parallel,mh",
+                        help="sktopics samplers in the time-to-perplexity run")
     parser.add_argument("--quality-sweeps", type=int, default=100,
                         help="sweeps for the equal-sweeps quality run on 20NG (0 skips)")
     parser.add_argument("--nyt", action="store_true", help="also run the quality run on NYT")
@@ -344,6 +433,12 @@ def main(argv=None):
         info["lda"] = getattr(lda, "__version__", "?")
     except ImportError:
         pass
+    try:
+        from importlib.metadata import version
+
+        info["pyrmallet"] = version("pyrmallet")
+    except ImportError:
+        pass
     print(info, flush=True)
     tic = time.perf_counter()
 
@@ -358,20 +453,22 @@ def main(argv=None):
         print("== throughput", flush=True)
         through = throughput({k: v for k, v in corpora.items() if k in ("BBC", "20NG")}, ks,
                              threads_list, args.sweeps, args.warmup, args.lda_sweeps,
-                             not args.no_sklearn, args.samplers.split(","), args.repeats)
+                             not args.no_sklearn, args.samplers.split(","), args.repeats,
+                             not args.no_pyrmallet)
 
     checkpoints = [int(c) for c in args.ppl_checkpoints.split(",")]
     if "BBC" in corpora and "ppl" in sections:
-        print("== time to perplexity (BBC, K=50)", flush=True)
+        K = args.ppl_k
+        print(f"== time to perplexity (BBC, K={K})", flush=True)
         X, X_test = corpora["BBC"]
-        systems = [
-            ("sktopics parallel", lambda: Ours(X, 50, "parallel", 1)),
-            ("sktopics mh", lambda: Ours(X, 50, "mh", 1)),
-            ("tomotopy", lambda: Tomotopy(X, 50, 1)),
-        ]
+        systems = [(f"sktopics {a}", lambda a=a: Ours(X, K, a, 1))
+                   for a in args.ppl_samplers.split(",")]
+        systems.append(("tomotopy", lambda: Tomotopy(X, K, 1)))
+        if not args.no_pyrmallet:
+            systems.append(("pyrmallet", lambda: PyrMallet(X, K)))
         # 2-thread time to perplexity follows from the throughput ratio: the
         # sktopics chain is bit-identical at any thread count.
-        ppl_rows += time_to_perplexity(X, X_test, 50, checkpoints, systems, "BBC")
+        ppl_rows += time_to_perplexity(X, X_test, K, checkpoints, systems, "BBC")
 
     if args.quality_sweeps and "quality" in sections:
         print("== quality at equal sweeps", flush=True)
@@ -380,7 +477,8 @@ def main(argv=None):
                 continue
             X, X_test = corpora[label]
             systems = [("sktopics parallel", lambda: Ours(X, 50, "parallel", 1)),
-                       ("tomotopy", lambda: Tomotopy(X, 50, 1))]
+                       ("tomotopy", lambda: Tomotopy(X, 50, 1)),
+                       ("pyrmallet", lambda: PyrMallet(X, 50))]
             quality_rows += time_to_perplexity(X, X_test, 50, [args.quality_sweeps], systems,
                                                label)
 
@@ -389,7 +487,8 @@ def main(argv=None):
         for label in ("20NG", "BBC"):
             if label in corpora:
                 X, X_test = corpora[label]
-                infer_rows += inference_speed(X, X_test, 50, 100, args.infer_train_sweeps, label)
+                infer_rows += inference_speed(X, X_test, 50, 100, args.infer_train_sweeps, label,
+                                              with_pyrmallet=not args.no_pyrmallet)
 
     info["uptime_end"] = os.popen("uptime").read().strip()
     info["total_seconds"] = time.perf_counter() - tic
@@ -397,7 +496,8 @@ def main(argv=None):
     # ---------------------------------------------------------------- tables
     md = ["# LDAGibbs benchmark\n",
           f"Machine: {info['cpu']}, {info['cpu_count']} cores, no GPU; torch "
-          f"{info['torch']}, tomotopy {info.get('tomotopy')}, lda {info.get('lda')}, "
+          f"{info['torch']}, tomotopy {info.get('tomotopy')}, pyrmallet {info.get('pyrmallet')}, "
+          f"lda {info.get('lda')}, "
           f"scikit-learn {info['scikit-learn']}.\n",
           f"Load: start `{info['uptime_start']}`; end `{info['uptime_end']}` "
           "(the machine is shared; compare ratios within this run, not absolute values).\n",
@@ -426,7 +526,7 @@ def main(argv=None):
     if not through:
         del md[-2:]  # no throughput section in this run
     if ppl_rows:
-        md.append("\n## Time to document-completion perplexity (BBC, K = 50, 1 thread "
+        md.append(f"\n## Time to document-completion perplexity (BBC, K = {args.ppl_k}, 1 thread "
                   "unless noted)\n")
         summary = []
         for system in dict.fromkeys(r["system"] for r in ppl_rows):
