@@ -117,6 +117,31 @@ def test_log_joint_matches_independent_formula():
         assert log_joint(state, ALPHA, BETA) == pytest.approx(expected, rel=1e-10)
 
 
+def test_log_joint_with_mostly_zero_counts_matches_dense_formula():
+    """K = 200 on 300 tokens: most counts are zero, which log_joint skips."""
+    rng = np.random.default_rng(0)
+    X = sp.csr_matrix(rng.poisson(0.3, size=(40, 25)))
+    corpus = GibbsCorpus(X, "cpu")
+    n_topics, beta = 200, 0.05
+    alpha = rng.uniform(0.01, 0.5, n_topics)
+    z = rng.integers(0, n_topics, corpus.n_tokens)
+    state = GibbsState(corpus, n_topics, torch.as_tensor(z, dtype=torch.int32))
+    n_dk = np.zeros((corpus.n_docs, n_topics))
+    n_wk = np.zeros((corpus.n_features, n_topics))
+    np.add.at(n_dk, (corpus.doc.numpy(), z), 1)
+    np.add.at(n_wk, (corpus.word.numpy(), z), 1)
+    assert (n_dk == 0).mean() > 0.9
+    V = corpus.n_features
+    expected = ((gammaln(alpha.sum()) - gammaln(n_dk.sum(1) + alpha.sum())).sum()
+                + (gammaln(n_dk + alpha) - gammaln(alpha)).sum()
+                + (gammaln(V * beta) - gammaln(n_wk.sum(0) + V * beta)).sum()
+                + (gammaln(n_wk + beta) - gammaln(beta)).sum())
+    # Blocks of a few rows: the result must not depend on the block size.
+    for block_elements in (1 << 22, 3 * n_topics, 1):
+        assert log_joint(state, alpha, beta, block_elements) == pytest.approx(expected,
+                                                                              rel=1e-12)
+
+
 def test_sequential_sampler_stationary_distribution_is_the_posterior():
     """Exact collapsed Gibbs: configuration frequencies match the exact posterior."""
     configs, posterior = _exact_posterior()

@@ -324,22 +324,32 @@ def sequential_sweep(state, alpha, beta, seed, sweep):
 
 
 # --------------------------------------------------------------------------- likelihood
-def log_joint(state, alpha, beta, rows=1 << 16):
-    """Joint log-likelihood ``log p(w, z | alpha, beta)`` of the state (float)."""
+def log_joint(state, alpha, beta, block_elements=1 << 22):
+    """Joint log-likelihood ``log p(w, z | alpha, beta)`` of the state (float).
+
+    The terms ``lgamma(n + a) - lgamma(a)`` vanish where a count is zero, so only
+    the non-zero counts are evaluated: at K = 1000 nine in ten entries of the
+    count tables are zero, and ``lgamma`` (about 20 ns an element on one CPU
+    thread) made this evaluation cost as much as a sweep. Tables are read in blocks
+    of about ``block_elements`` entries.
+    """
     device = state.n_dk.device
+    rows = max(1, block_elements // state.n_components)
     alpha = _float_tensor(alpha, device, torch.float64)
     alpha_sum = alpha.sum()
     V = state.corpus.n_features
     total = torch.zeros((), dtype=torch.float64, device=device)
-    lg_alpha = torch.lgamma(alpha)
     for start in range(0, state.n_dk.shape[0], rows):
-        n = state.n_dk[start:start + rows].to(torch.float64)
-        total += (torch.lgamma(n + alpha) - lg_alpha).sum()
-        total -= (torch.lgamma(n.sum(1) + alpha_sum) - torch.lgamma(alpha_sum)).sum()
+        n = state.n_dk[start:start + rows]
+        used = n > 0
+        a = alpha.expand(n.shape)[used]
+        total += (torch.lgamma(n[used] + a) - torch.lgamma(a)).sum()
+        total -= (torch.lgamma(n.sum(1, dtype=torch.float64) + alpha_sum)
+                  - torch.lgamma(alpha_sum)).sum()
     lg_beta = math.lgamma(beta)
     for start in range(0, V, rows):
-        n = state.n_wk[start:start + rows].to(torch.float64)
-        total += (torch.lgamma(n + beta) - lg_beta).sum()
+        n = state.n_wk[start:start + rows]
+        total += (torch.lgamma(n[n > 0].to(torch.float64) + beta) - lg_beta).sum()
     n_k = state.n_k.to(torch.float64)
     total += (math.lgamma(V * beta) - torch.lgamma(n_k + V * beta)).sum()
     return float(total)
