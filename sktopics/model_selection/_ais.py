@@ -745,28 +745,35 @@ class _PAMZPath:
     """Standard AIS over per-token PAM paths (s, t), node distributions collapsed.
 
     Paths are the edges with ``alpha_sub[s, t] > 0``; ``L`` (:class:`_TokenLogPhi`) is log phi of
-    each path's leaf at the tokens. Conditional of a token given the others:
-    (n_s + alpha_root_s) (n_st + alpha_st) / (n_s + A_s) phi[t, w]^b (evaluation.md 5).
+    the leaves at the tokens and ``path_leaf`` the leaf of each path. Conditional of a token
+    given the others: (n_s + alpha_root_s) (n_st + alpha_st) / (n_s + A_s) phi[t, w]^b
+    (evaluation.md 5).
     """
 
     kind = "pam"
 
-    def __init__(self, L, alpha_root, alpha_path, path_super, n_super):
+    def __init__(self, L, alpha_root, alpha_path, path_super, path_leaf, n_super):
         self.LA = L
         self._table_b, self._table = None, None
         self.alpha_root = alpha_root
         self.alpha_path = alpha_path
         self.onehot = torch.nn.functional.one_hot(path_super, n_super).to(L.table.dtype)  # (P, S)
         self.path_super = path_super
+        self.path_leaf = path_leaf
         self.a_sum = self.onehot.T @ alpha_path  # (S,)
 
     def count_shift(self, b):
         return None
 
     def word_table(self, b):
-        """``phi[t, w]^b`` per path (V', P), cached for the current temperature."""
+        """``phi[t, w]^b`` per path (V', P), cached for the current temperature.
+
+        The powers are taken on the leaves (V', T) and spread over the paths: with
+        every super-topic over every leaf there are n_super times fewer ``exp``.
+        """
         if self._table_b != b:
-            self._table, self._table_b = torch.exp(b * self.LA.table), b
+            leaf_table = torch.exp(b * self.LA.table)
+            self._table, self._table_b = leaf_table.index_select(1, self.path_leaf), b
         return self._table
 
     def cond_probs(self, b, c, j, n, shifted=False):
@@ -776,7 +783,8 @@ class _PAMZPath:
         return factor * (c + self.alpha_path) * w
 
     def increment(self, b0, b1, z, c, mask):
-        return (b1 - b0) * self.LA.gather(z, mask).sum(-1)
+        leaf = self.path_leaf.index_select(0, z.view(-1)).view_as(z)
+        return (b1 - b0) * self.LA.gather(leaf, mask).sum(-1)
 
     def blocked(self, b):
         return None
@@ -812,13 +820,14 @@ def _pam_ais(path_mix, X, *, n_temperatures, n_chains, schedule, device, root, r
     a_root = torch.as_tensor(alpha_root, device=device)
     a_path = torch.as_tensor(alpha_sub[supers, leaves], device=device)
     p_super = torch.as_tensor(supers, device=device)
+    p_leaf = torch.as_tensor(leaves, device=device)
     for batch in _kernel_batches(lengths_all, n_chains, n_paths, "collapsed"):
         tokens, mask, _ = _expand_tokens(X, batch)
         tokens = torch.as_tensor(tokens, device=device)
         mask_r = torch.as_tensor(mask, device=device).repeat_interleave(n_chains, 0)
         keys = _row_keys(root, batch, n_chains, 1, device)
-        L = _log_phi_rows(phi[leaves], tokens, n_chains, device)
-        path = _PAMZPath(L, a_root, a_path, p_super, n_super)
+        L = _log_phi_rows(phi, tokens, n_chains, device)
+        path = _PAMZPath(L, a_root, a_path, p_super, p_leaf, n_super)
         z, c = _draw_pam_prior(a_root, a_path, p_super, n_super, mask_r, keys, (0,))
         logw = _anneal(path, betas, z, c, mask_r, keys, "collapsed", stage=1, resample=resample)
         e, s_, ess = _logmeanexp_stats(logw.view(len(batch), n_chains))
