@@ -16,9 +16,9 @@ Measures, on the same machine and in the same process (so ratios are meaningful)
 2. **Time to perplexity**: BBC, K = 50 (``--ppl-k``), alpha = 0.1, beta = 0.01, no
    hyper-parameter optimisation. Each system trains in increments (pyrmallet, which
    cannot continue a chain, runs afresh to each checkpoint and is charged that run's
-   time); after each increment the document-completion perplexity (``gibbs.md`` section 9, the same
-   code for every system) of the OCTIS test split is computed (evaluation time
-   excluded). Reports the time to reach perplexity 900 and 870.
+   time); after each increment the document-completion perplexity (``gibbs.md``
+   section 9, the same code for every system) of the OCTIS test split is computed
+   (evaluation time excluded). Reports the time to reach perplexity 900 and 870.
 3. **Quality at equal sweeps** on 20NG (and NYT with ``--nyt``).
 
 Usage::
@@ -73,6 +73,14 @@ def load_corpora(data_home, names):
 
 
 # --------------------------------------------------------------------------- systems
+def _doc_words(X):
+    """Each document's tokens as column indices (its row of counts expanded)."""
+    X = sp.csr_matrix(X)
+    for d in range(X.shape[0]):
+        start, stop = X.indptr[d], X.indptr[d + 1]
+        yield np.repeat(X.indices[start:stop], X.data[start:stop].astype(np.int64))
+
+
 class Ours:
     """LDAGibbs trained in increments with warm_start (the chain continues)."""
 
@@ -104,10 +112,7 @@ class Tomotopy:
 
         self.threads = threads
         self.model = tp.LDAModel(k=K, alpha=ALPHA, eta=BETA, seed=seed)
-        X = sp.csr_matrix(X)
-        for d in range(X.shape[0]):
-            start, stop = X.indptr[d], X.indptr[d + 1]
-            words = np.repeat(X.indices[start:stop], X.data[start:stop].astype(np.int64))
+        for words in _doc_words(X):
             if len(words):
                 self.model.add_doc([str(w) for w in words])
         self.n_features = X.shape[1]
@@ -126,13 +131,7 @@ class Tomotopy:
 
 def _token_strings(X):
     """One string per document, its tokens written ``w<column>``, for text-only peers."""
-    X = sp.csr_matrix(X)
-    docs = []
-    for d in range(X.shape[0]):
-        start, stop = X.indptr[d], X.indptr[d + 1]
-        words = np.repeat(X.indices[start:stop], X.data[start:stop].astype(np.int64))
-        docs.append(" ".join(f"w{w}" for w in words))
-    return docs
+    return [" ".join(f"w{w}" for w in words) for words in _doc_words(X)]
 
 
 class PyrMallet:
@@ -335,11 +334,7 @@ def inference_speed(X, X_test, K, n_iter, train_sweeps, label, accuracy=True,
     tomo = Tomotopy(X, K, 1)
     tomo.train(train_sweeps)
     Xt = sp.csr_matrix(X_test)
-    docs = []
-    for d in range(Xt.shape[0]):
-        start, stop = Xt.indptr[d], Xt.indptr[d + 1]
-        words = np.repeat(Xt.indices[start:stop], Xt.data[start:stop].astype(np.int64))
-        docs.append(tomo.model.make_doc([str(w) for w in words]))
+    docs = [tomo.model.make_doc([str(w) for w in words]) for words in _doc_words(Xt)]
     # tomotopy >= 0.13 returns the documents' topic distributions.
     theta_tomo, seconds = _timed_one_thread(
         lambda: np.asarray(tomo.model.infer(docs, iterations=n_iter, workers=1)[0]))
