@@ -38,7 +38,9 @@ seeds; gold = mean of the four estimates. Reported: the agreement of the two run
 forward/reverse bracket. ``--gold-cache`` reuses stored experiment-2 gold runs.
 
 Run ``python benchmarks/bench_model_selection.py`` (under ``/tmp/bin/cpu-shared``);
-``--speed`` instead measures throughput (run it under ``/tmp/bin/cpu-timed``).
+``--speed`` instead measures throughput (run it under ``/tmp/bin/cpu-timed``);
+``--target --device cuda`` times issue #5's GPU goal (1,000 temperatures over the whole
+20NG test set), and with ``--device cpu`` the same run on the CPU.
 Results: ``benchmarks/results/model_selection.{json,md}`` and
 ``benchmarks/results/model_selection_speed.{json,md}``.
 """
@@ -125,6 +127,12 @@ def parse():
                    help="temperatures of the sigma pilot (each direction and its start)")
     p.add_argument("--long-lr", type=int, default=200, help="particles of the long LR run")
     p.add_argument("--speed", action="store_true", help="throughput only (use cpu-timed)")
+    p.add_argument("--target", action="store_true",
+                   help="issue #5's speed goal: AIS with --target-temperatures over the whole "
+                        "20NG test set on --device (goal: <= 10 s with 1,000 on one H100)")
+    p.add_argument("--target-temperatures", type=int, default=1000)
+    p.add_argument("--target-fit-sweeps", type=int, default=100)
+    p.add_argument("--device", default="cpu", help="device of the --target run")
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--quick", action="store_true", help="tiny settings (smoke test)")
     p.add_argument("--out", default="model_selection")
@@ -586,11 +594,67 @@ def _write(report, args):
     (RESULTS / f"{args.out}.rst").write_text(to_rst(report))
 
 
+def _synchronize(device):
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def speed_target(args):
+    """AIS over the whole 20NG test set (7.5 k documents, 0.6 M tokens), one chain, K = 50.
+
+    The model is an LDAGibbs fit of ``--target-fit-sweeps`` sweeps on the same device
+    (its quality does not change the cost). A 2-temperature run on 50 documents first
+    compiles the TorchScript loops; the timed run is synchronised on CUDA.
+    """
+    device = torch.device(args.device)
+    data = default_data_home()
+    train = load_20news_avitm(data, subset="train").data
+    test = load_20news_avitm(data, subset="test").data
+    test = test[np.asarray(test.sum(1)).ravel() > 0]
+    tic = time.perf_counter()
+    model = LDAGibbs(50, doc_topic_prior=0.1, topic_word_prior=0.01, optimize_interval=None,
+                     max_iter=args.target_fit_sweeps, device=device, random_state=0).fit(train)
+    fit_seconds = time.perf_counter() - tic
+    kw = dict(n_chains=1, kernel="collapsed", device=device, random_state=0)
+    ais_log_likelihood(model, test[:50], n_temperatures=2, **kw)
+    _synchronize(device)
+    tic = time.perf_counter()
+    result = ais_log_likelihood(model, test, n_temperatures=args.target_temperatures, **kw)
+    _synchronize(device)
+    seconds = time.perf_counter() - tic
+    row = {"device": str(device), "device_name": (torch.cuda.get_device_name(device)
+                                                   if device.type == "cuda" else machine()["cpu"]),
+           "threads": torch.get_num_threads(), "n_docs": test.shape[0],
+           "n_tokens": int(test.sum()), "n_temperatures": args.target_temperatures,
+           "n_chains": 1, "seconds": seconds, "fit_seconds": fit_seconds,
+           "token_updates_per_s": result.n_token_updates / seconds,
+           "log_likelihood_per_token": float(result.per_token)}
+    out = {"machine": machine(), "row": row}
+    name = f"{args.out}_target_{device.type}"
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / f"{name}.json").write_text(json.dumps(out, indent=1, default=str) + "\n")
+    lines = [f"# AIS over the whole 20NG test set: {args.target_temperatures} temperatures", "",
+             (f"Issue #5's goal: 1,000 temperatures in <= 10 s on one H100. Device: "
+              f"{row['device_name']} ({row['device']}, {row['threads']} CPU thread(s)); load at "
+              f"start {out['machine']['load_average_at_start']}. K = 50 LDAGibbs "
+              f"({args.target_fit_sweeps} sweeps), one chain, collapsed kernel, sigmoid "
+              "schedule."), "",
+             "| documents | tokens | temperatures | seconds | token-updates/s | log-likelihood per token |",
+             "|---|---|---|---|---|---|",
+             (f"| {row['n_docs']} | {row['n_tokens']} | {row['n_temperatures']} | {seconds:.1f} | "
+              f"{row['token_updates_per_s'] / 1e6:.2f} M | {row['log_likelihood_per_token']:.4f} |")]
+    (RESULTS / f"{name}.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
 def main():
     args = parse()
     torch.set_num_threads(args.threads)
     if args.speed:
         speed(args)
+        return
+    if args.target:
+        speed_target(args)
         return
     if args.report_only:
         _write(json.loads((RESULTS / f"{args.out}.json").read_text()), args)
