@@ -1,6 +1,7 @@
 """model_selection: continuous AIS (ProdLDA), scorers, sklearn integration, API."""
 
 import time
+import warnings
 
 import numpy as np
 import pytest
@@ -8,6 +9,7 @@ import scipy.sparse as sp
 import torch
 from scipy.special import logsumexp
 from sklearn.base import BaseEstimator, TransformerMixin
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.feature_extraction.text import CountVectorizer
 from sklearn.model_selection import GridSearchCV, cross_validate
 from sklearn.pipeline import make_pipeline
@@ -226,6 +228,26 @@ def test_wrong_vocabulary_and_bad_counts():
     with pytest.warns(UserWarning, match="rounded"):
         ais_log_likelihood((np.ones((2, 6)) / 6, [1, 1]), corpus(3) + 0.3, n_temperatures=2,
                            n_chains=1, random_state=0)
+
+
+def test_ratio_ais_both_warns_when_the_directions_disagree_on_the_sign():
+    phi_a = np.array([[0.3, 0.3, 0.2, 0.1, 0.05, 0.05], [0.05, 0.05, 0.1, 0.2, 0.3, 0.3]])
+    phi_b = phi_a * np.exp(0.5 * np.array([[1, -1, 1, -1, 1, -1], [-1, 1, -1, 1, -1, 1]]))
+    phi_b /= phi_b.sum(1, keepdims=True)
+    X = corpus(40)
+    kw = dict(direction="both", n_chains=1, random_state=0)
+    # One temperature: forward and reverse totals of opposite signs (-1.0 and 19.0).
+    with pytest.warns(ConvergenceWarning, match="disagree on which model is better"):
+        short = ratio_ais((phi_a, [0.3, 0.3]), (phi_b, [0.3, 0.3]), X, n_temperatures=1, **kw)
+    assert short.forward.sum() < 0 < short.reverse.sum()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        settled = ratio_ais((phi_a, [0.3, 0.3]), (phi_b, [0.3, 0.3]), X, n_temperatures=50,
+                            **kw)
+        swapped = ratio_ais((phi_b, [0.3, 0.3]), (phi_a, [0.3, 0.3]), X, n_temperatures=50,
+                            **kw)
+    assert settled.forward.sum() > 0 and settled.reverse.sum() > 0
+    assert swapped.forward.sum() < 0 and swapped.reverse.sum() < 0
 
 
 def test_results_objects():

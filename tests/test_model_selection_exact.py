@@ -212,6 +212,7 @@ def test_ais_reproducible_and_batch_independent(monkeypatch, kernel):
     np.testing.assert_allclose(e.per_document[2:], a.per_document[2:], rtol=0, atol=1e-12)
 
 
+@pytest.mark.filterwarnings("ignore:The forward and reverse runs disagree")
 def test_left_to_right_and_ratio_batch_independent(monkeypatch):
     import sktopics.model_selection._ais as ais_mod
 

@@ -29,10 +29,12 @@ the models (``benchmarks/results/model_selection.md``).
 
 import itertools
 import numbers
+import warnings
 
 import numpy as np
 import torch
 from scipy.optimize import linear_sum_assignment
+from sklearn.exceptions import ConvergenceWarning
 
 from ..utils._sklearn_compat import Interval, StrOptions, validate_params
 from ..utils._torch import resolve_device
@@ -257,7 +259,9 @@ def ratio_ais(
         and the reverse one up by similar amounts, so at equal cost the mean of a
         forward and a reverse run of half the temperatures is usually closer to the
         truth than either direction alone (with one chain it is Bennett's acceptance
-        ratio estimate).
+        ratio estimate). With ``"both"``, a ``ConvergenceWarning`` says when the two
+        totals have opposite signs, i.e. when the bracket leaves open which model
+        is better.
     n_temperatures : int, default=100
         Temperatures of the ratio path.
     n_chains : int, default=10
@@ -348,6 +352,7 @@ def ratio_ais(
     else:
         per_doc = 0.5 * (fwd + rev)
         se = 0.5 * np.sqrt(fwd_se**2 + rev_se**2)
+        _warn_if_unsettled(fwd, rev)
     n_start = {"ais": start_betas.size - 1, "sequential": 1 + n_burnin_sweeps,
                "burnin": n_burnin_sweeps}.get(start, 0)
     n_runs = 2 if direction == "both" else 1
@@ -368,6 +373,25 @@ def ratio_ais(
         n_token_updates=int(lengths.sum() * n_chains * (n_temperatures + n_start) * n_runs),
         min_ess=ess_min,
     )
+
+
+def _warn_if_unsettled(forward, reverse):
+    """ConvergenceWarning when the two directions disagree on the sign of the total.
+
+    With exact starts the forward total is a stochastic lower bound of the log-ratio
+    and the reverse total an upper bound, so a bracket around zero leaves open which
+    model is better.
+    """
+    low, high = sorted((float(np.sum(forward)), float(np.sum(reverse))))
+    if low < 0.0 < high:
+        warnings.warn(
+            f"The forward and reverse runs disagree on which model is better (total "
+            f"log-ratios {float(np.sum(forward)):.3f} and {float(np.sum(reverse)):.3f}): the "
+            "comparison is not settled at this budget. The models may be about equally "
+            "good, or the paths too short; increase n_temperatures to tell.",
+            ConvergenceWarning,
+            stacklevel=3,
+        )
 
 
 align_topics_fn = align_topics
