@@ -390,7 +390,7 @@ def _warn_if_unsettled(forward, reverse):
             "comparison is not settled at this budget. The models may be about equally "
             "good, or the paths too short; increase n_temperatures to tell.",
             ConvergenceWarning,
-            stacklevel=3,
+            stacklevel=4,  # the caller of ratio_ais, past the validation wrapper
         )
 
 
