@@ -691,8 +691,9 @@ def _sweep_collapsed(path, b, z, c, mask, keys, counters):
         _scripted(fast)(c, z_t, u_t, path.tokens_t, path.word_table(b), path.alphaA,
                         path.alphaB, float(b), n_active)
     elif fast is _pam_steps:
-        _scripted(fast)(c, c @ path.onehot, z_t, u_t, path.LA.tokens_t, path.word_table(b),
-                        path.alpha_path, path.alpha_root, path.a_sum, path.path_super,
+        urn = path.urn
+        _scripted(fast)(c, urn.super_counts(c), z_t, u_t, path.LA.tokens_t, path.word_table(b),
+                        urn.alpha_path, urn.alpha_root, urn.node_total, urn.path_super,
                         n_active)
     else:  # generic: any path with cond_probs
         ones = torch.ones(z.shape[0], 1, dtype=c.dtype, device=c.device)
@@ -741,26 +742,58 @@ def _draw_prior(alpha, mask, keys, counters, n_topics):
     return z, c
 
 
+class _PAMPathPredictive:
+    """The Polya urn of the paths ``(s, t)`` of a two-level PAM, every node collapsed.
+
+    Shared by path AIS (:class:`_PAMZPath`) and the left-to-right estimator.
+
+    A path's weight is ``(n_s + alpha_root_s) (c_st + alpha_st) / (n_s + A_s)``
+    with ``n_s`` the prefix's tokens through super-topic ``s`` and ``A_s`` the sum
+    of ``s``'s Dirichlet; summed over the paths it is ``n + sum(alpha_root)``.
+    """
+
+    def __init__(self, alpha_root, alpha_path, path_super):
+        self.alpha_root = alpha_root
+        self.alpha_path = alpha_path
+        self.path_super = path_super
+        n_supers = alpha_root.shape[0]
+        self.onehot = torch.nn.functional.one_hot(path_super, n_supers).to(alpha_path.dtype)
+        self.node_total = self.onehot.T @ alpha_path  # (S,)
+        self.n_latent = alpha_path.shape[0]
+        self.total_prior = float(alpha_root.sum())
+        # Every super-topic linked to every sub-topic: paths are row-major (S, T) blocks.
+        self.dense = self.n_latent % n_supers == 0 and bool(torch.equal(
+            path_super, torch.arange(n_supers, device=path_super.device).repeat_interleave(
+                self.n_latent // n_supers)))
+
+    def super_counts(self, c):
+        """Tokens per super-topic (rows, S) from the path counts ``c`` (rows, P)."""
+        if self.dense:  # O(P) rather than the O(P x S) product
+            return c.view(c.shape[0], self.alpha_root.shape[0], -1).sum(-1)
+        return c @ self.onehot
+
+    def weights(self, c):
+        n_super = self.super_counts(c)
+        factor = (n_super + self.alpha_root) / (n_super + self.node_total)
+        return factor[:, self.path_super] * (c + self.alpha_path)
+
+
 class _PAMZPath:
     """Standard AIS over per-token PAM paths (s, t), node distributions collapsed.
 
     Paths are the edges with ``alpha_sub[s, t] > 0``; ``L`` (:class:`_TokenLogPhi`) is log phi of
     the leaves at the tokens and ``path_leaf`` the leaf of each path. Conditional of a token
     given the others: (n_s + alpha_root_s) (n_st + alpha_st) / (n_s + A_s) phi[t, w]^b
-    (evaluation.md 5).
+    (evaluation.md 5); ``urn`` (:class:`_PAMPathPredictive`) gives all but the word factor.
     """
 
     kind = "pam"
 
-    def __init__(self, L, alpha_root, alpha_path, path_super, path_leaf, n_super):
+    def __init__(self, L, alpha_root, alpha_path, path_super, path_leaf):
         self.LA = L
         self._table_b, self._table = None, None
-        self.alpha_root = alpha_root
-        self.alpha_path = alpha_path
-        self.onehot = torch.nn.functional.one_hot(path_super, n_super).to(L.table.dtype)  # (P, S)
-        self.path_super = path_super
+        self.urn = _PAMPathPredictive(alpha_root, alpha_path, path_super)
         self.path_leaf = path_leaf
-        self.a_sum = self.onehot.T @ alpha_path  # (S,)
 
     def count_shift(self, b):
         return None
@@ -777,10 +810,7 @@ class _PAMZPath:
         return self._table
 
     def cond_probs(self, b, c, j, n, shifted=False):
-        ns = c @ self.onehot  # (n, S)
-        factor = ((ns + self.alpha_root) / (ns + self.a_sum))[:, self.path_super]
-        w = self.word_table(b).index_select(0, self.LA.tokens_t[j, :n])
-        return factor * (c + self.alpha_path) * w
+        return self.urn.weights(c) * self.word_table(b).index_select(0, self.LA.tokens_t[j, :n])
 
     def increment(self, b0, b1, z, c, mask):
         leaf = self.path_leaf.index_select(0, z.view(-1)).view_as(z)
@@ -827,7 +857,7 @@ def _pam_ais(path_mix, X, *, n_temperatures, n_chains, schedule, device, root, r
         mask_r = torch.as_tensor(mask, device=device).repeat_interleave(n_chains, 0)
         keys = _row_keys(root, batch, n_chains, 1, device)
         L = _log_phi_rows(phi, tokens, n_chains, device)
-        path = _PAMZPath(L, a_root, a_path, p_super, p_leaf, n_super)
+        path = _PAMZPath(L, a_root, a_path, p_super, p_leaf)
         z, c = _draw_pam_prior(a_root, a_path, p_super, n_super, mask_r, keys, (0,))
         logw = _anneal(path, betas, z, c, mask_r, keys, "collapsed", stage=1, resample=resample)
         e, s_, ess = _logmeanexp_stats(logw.view(len(batch), n_chains))

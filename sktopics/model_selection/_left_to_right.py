@@ -25,6 +25,7 @@ from ._ais import (
     _bits,
     _check_counts,
     _expand_tokens,
+    _PAMPathPredictive,
     _root_key,
     _row_keys,
     _split_pipeline,
@@ -62,37 +63,6 @@ class _TopicPredictive:
 
     def weights(self, c):
         return c + self.alpha
-
-
-class _PAMPathPredictive:
-    """The same urn for the paths ``(s, t)`` of a two-level PAM, every node collapsed.
-
-    A path's weight is ``(n_s + alpha_root_s) (c_st + alpha_st) / (n_s + A_s)``
-    with ``n_s`` the prefix's tokens through super-topic ``s`` and ``A_s`` the sum
-    of ``s``'s Dirichlet; summed over the paths it is ``n + sum(alpha_root)``.
-    """
-
-    def __init__(self, alpha_root, alpha_path, path_super):
-        self.alpha_root = alpha_root
-        self.alpha_path = alpha_path
-        self.path_super = path_super
-        n_supers = alpha_root.shape[0]
-        self.onehot = torch.nn.functional.one_hot(path_super, n_supers).to(alpha_path.dtype)
-        self.node_total = self.onehot.T @ alpha_path  # (S,)
-        self.n_latent = alpha_path.shape[0]
-        self.total_prior = float(alpha_root.sum())
-        # Every super-topic linked to every sub-topic: paths are row-major (S, T) blocks.
-        self.dense = self.n_latent % n_supers == 0 and bool(torch.equal(
-            path_super, torch.arange(n_supers, device=path_super.device).repeat_interleave(
-                self.n_latent // n_supers)))
-
-    def weights(self, c):
-        if self.dense:  # O(P) rather than the O(P x S) product
-            n_super = c.view(c.shape[0], self.alpha_root.shape[0], -1).sum(-1)
-        else:
-            n_super = c @ self.onehot
-        factor = (n_super + self.alpha_root) / (n_super + self.node_total)
-        return factor[:, self.path_super] * (c + self.alpha_path)
 
 
 def sequential_mixture(view):
