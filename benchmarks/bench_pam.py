@@ -118,16 +118,31 @@ def run_neural(name, make, X, X_test, epochs, chunk, dataset, setting, target=No
     return row(name, dataset, setting, model.components_, X_test, seconds, done, extra), model
 
 
-def run_tomotopy(X, X_test, vocab, k_super, k_sub, iterations, seed, dataset, setting, workers):
-    import tomotopy as tp
-
-    model = tp.PAModel(k1=k_super, k2=k_sub, seed=seed)
+def tomotopy_add_docs(model, X, vocab):
+    """Add each non-empty document of the counts ``X`` to a tomotopy model, as words."""
     X = X.tocsr()
     for d in range(X.shape[0]):
         start, stop = X.indptr[d], X.indptr[d + 1]
         words = np.repeat(X.indices[start:stop], X.data[start:stop].astype(np.int64))
         if words.size:
             model.add_doc([vocab[w] for w in words])
+
+
+def tomotopy_topic_word(model, vocab, n_topics):
+    """A trained tomotopy model's (leaf) topic-word matrix, in the columns of ``vocab``."""
+    index = {w: i for i, w in enumerate(vocab)}
+    columns = np.array([index[w] for w in model.used_vocabs])
+    topic_word = np.zeros((n_topics, len(vocab)))
+    for k in range(n_topics):
+        topic_word[k, columns] = model.get_topic_word_dist(k)
+    return topic_word
+
+
+def run_tomotopy(X, X_test, vocab, k_super, k_sub, iterations, seed, dataset, setting, workers):
+    import tomotopy as tp
+
+    model = tp.PAModel(k1=k_super, k2=k_sub, seed=seed)
+    tomotopy_add_docs(model, X, vocab)
     start = time.perf_counter()
     step = max(1, iterations // 5)
     done = 0
@@ -136,14 +151,9 @@ def run_tomotopy(X, X_test, vocab, k_super, k_sub, iterations, seed, dataset, se
         model.train(n, workers=workers)
         done += n
     seconds = time.perf_counter() - start
-    # Map tomotopy's vocabulary (insertion order) back to our columns.
-    index = {w: i for i, w in enumerate(vocab)}
-    columns = np.array([index[w] for w in model.used_vocabs])
-    topic_word = np.zeros((k_sub, len(vocab)))
-    for k in range(k_sub):
-        topic_word[k, columns] = model.get_topic_word_dist(k)
-    return row(f"tomotopy PAModel ({iterations} it)", dataset, setting, topic_word, X_test,
-               seconds, iterations, dict(ll_per_word=float(model.ll_per_word)))
+    return row(f"tomotopy PAModel ({iterations} it)", dataset, setting,
+               tomotopy_topic_word(model, vocab, k_sub), X_test, seconds, iterations,
+               dict(ll_per_word=float(model.ll_per_word)))
 
 
 def main(argv=None):

@@ -19,6 +19,17 @@ word distribution mixed into the decoder, ``p(w | d) = lam * bg_w + (1 - lam) * 
 with ``bg`` the training split's empirical unigram distribution (fixed) and ``lam =
 sigmoid(a)`` one global learnable scalar; the topics read out stay ``phi``; 0 = off),
 ``x_bg_fixed`` (with it: ``lam`` frozen at its initial value; a diagnostic).
+Seventh round: ``x_dirichlet`` (``"exp"`` or ``"softplus"``: exact Dirichlet node posteriors
+with concentrations ``exp(x_dir_scale * m)`` or ``softplus(m)`` of the batch-normed mean head
+``m``, sampled by torch's implicit reparameterisation, analytic Dirichlet KL; the log-variance
+head is unused), ``x_dir_alpha`` / ``x_dir_subalpha`` (the Dirichlet priors of the root and of
+the other nodes), ``x_dir_learn`` (``"sub"`` or ``"all"``: learn those priors, one
+concentration per edge, by the ELBO), ``x_dir_nobn`` (no batch norm on the mean head),
+``x_svi`` (semi-amortised training, Krishnan et al. 2018: refine each document's means and
+log-variances by this many Adam steps of size ``x_svi_lr`` on its ELBO with the decoder
+frozen; the decoder learns from the refined posteriors, the encoder from its own ELBO with
+the decoder frozen, or with ``x_svi_enc="regress"`` by regression onto the refined values;
+the printed loss is then the sum of the two terms).
 Prints one ``RESULT`` line: test NPMI (eps / zero), TD, rarely used sub-topics, topics with
 >= 3 of the corpus's 20 most frequent training words in their top 10 (``freq3``), per-level KL
 and active units, final loss and fit seconds (not a timing benchmark); with ``x_background``
@@ -67,6 +78,15 @@ cls = over.pop("cls", "PAMVI")
 LEARN_PRIOR = over.pop("x_learn_prior", "")
 FREE_BITS = float(over.pop("x_free_bits", 0.0))
 SHARED_TRUNK = over.pop("x_shared_trunk", False)
+DIRICHLET = over.pop("x_dirichlet", "")
+DIR_ALPHA = float(over.pop("x_dir_alpha", 1.0))
+DIR_SUBALPHA = float(over.pop("x_dir_subalpha", 1.0))
+DIR_SCALE = float(over.pop("x_dir_scale", 1.0))
+DIR_NOBN = over.pop("x_dir_nobn", False)
+DIR_LEARN = over.pop("x_dir_learn", "")
+SVI = int(over.pop("x_svi", 0))
+SVI_LR = float(over.pop("x_svi_lr", 0.1))
+SVI_ENC = over.pop("x_svi_enc", "elbo")
 
 
 def free_bits_kl(self, mus, logvars):
@@ -163,6 +183,8 @@ def level_init(self, n_features, mask, hidden_sizes, activation, dropout, logvar
         self.mu_bn = TFBatchNorm(self.mu.out_features, bn_eps, bn_momentum)
     if MUL2:
         self.mu_bn = MuL2(mask, float(MUL2))
+    if DIR_NOBN:
+        self.mu_bn = nn.Identity()
 
 
 PM.LevelEncoder.__init__ = level_init
@@ -262,6 +284,116 @@ def background_forward(self, theta):
 if BG:
     PM.GainMixtureDecoder.__init__ = background_init
     PM.GainMixtureDecoder.forward = background_forward
+
+
+def concentration(mu):
+    """Dirichlet posterior concentrations from the (batch-normed) mean head."""
+    if DIRICHLET == "softplus":
+        return nn.functional.softplus(mu).clamp_min(1e-3)
+    return torch.exp((DIR_SCALE * mu).clamp(-10.0, 10.0))
+
+
+def dirichlet_forward(self, x, generator=None):
+    """Exact Dirichlet node distributions, sampled with torch's implicit reparameterisation."""
+    mus, logvars = self.encoder(x)
+    probs = [torch.distributions.Dirichlet(concentration(mu)).rsample().clamp_min(1e-30)
+             for mu in mus]
+    leaf = self.reach(probs)[-1]
+    return self.decoder(self.theta_dropout(leaf)), mus, logvars
+
+
+def dirichlet_prior_init(self, *args, **kwargs):
+    """Learned (empirical-Bayes) Dirichlet priors: one log-alpha per edge of the chosen levels."""
+    _vinit(self, *args, **kwargs)
+    first = 0 if DIR_LEARN == "all" else 1
+    for level in range(first, self.n_levels):
+        shape = getattr(self, f"mask_{level}").shape
+        value = math.log(DIR_ALPHA if level == 0 else DIR_SUBALPHA)
+        self.register_parameter(f"dir_log_alpha_{level}", nn.Parameter(torch.full(shape, value)))
+
+
+def dirichlet_kl(self, mus, logvars):
+    total = 0.0
+    for level, mu in enumerate(mus):
+        prior = torch.full_like(mu, DIR_ALPHA if level == 0 else DIR_SUBALPHA)
+        if hasattr(self, f"dir_log_alpha_{level}"):
+            prior = getattr(self, f"dir_log_alpha_{level}").exp().expand_as(mu)
+        kl = torch.distributions.kl_divergence(torch.distributions.Dirichlet(concentration(mu)),
+                                               torch.distributions.Dirichlet(prior))
+        total = total + kl.sum(-1)
+    return total
+
+
+def dirichlet_mean_node_probs(self, x):
+    mus, _ = self.encoder(x.float())
+    return [(c / c.sum(-1, keepdim=True)).double() for c in map(concentration, mus)]
+
+
+if DIRICHLET:
+    PM.PAMVAE.forward = dirichlet_forward
+    PM.PAMVAE.kl = dirichlet_kl
+    PM.PAMVAE.mean_node_probs = dirichlet_mean_node_probs
+    if DIR_LEARN:
+        PM.PAMVAE.__init__ = dirichlet_prior_init
+
+
+def _elbo_terms(self, x, mus, logvars, decoder_params=None, generator=None):
+    hs = [self.sample(mu, lv, generator) for mu, lv in zip(mus, logvars)]
+    leaf = self.theta_dropout(self.reach(self.node_probs(hs))[-1])
+    if decoder_params is None:
+        lw = self.decoder(leaf)
+    else:
+        lw = torch.func.functional_call(self.decoder, decoder_params, (leaf,))
+    return PM.reconstruction_nll(x, lw) + self.kl(mus, logvars)
+
+
+def svi_forward(self, x, generator=None):
+    """Semi-amortised training (Krishnan et al. 2018): refine each document's variational
+    parameters by SVI_LR-Adam steps on its ELBO before the decoder's update."""
+    mus, logvars = self.encoder(x)
+    if not self.training:
+        self._svi_enc = (mus, logvars, None)
+        hs = [self.sample(mu, lv, generator) for mu, lv in zip(mus, logvars)]
+        return self.decoder(self.reach(self.node_probs(hs))[-1]), mus, logvars
+    frozen = {k: v.detach() for k, v in self.decoder.named_parameters()}
+    frozen.update({k: v for k, v in self.decoder.named_buffers()})
+    params = [t.detach().clone().requires_grad_() for t in (*mus, *logvars)]
+    n = len(mus)
+    m1 = [torch.zeros_like(p) for p in params]
+    m2 = [torch.zeros_like(p) for p in params]
+    with torch.enable_grad():
+        for step in range(1, SVI + 1):
+            loss = _elbo_terms(self, x, params[:n], params[n:], frozen).sum()
+            grads = torch.autograd.grad(loss, params)
+            with torch.no_grad():
+                for p, g, a, b in zip(params, grads, m1, m2):
+                    a.mul_(0.9).add_(g, alpha=0.1)
+                    b.mul_(0.999).addcmul_(g, g, value=0.001)
+                    ah = a / (1 - 0.9 ** step)
+                    bh = b / (1 - 0.999 ** step)
+                    p.sub_(SVI_LR * ah / (bh.sqrt() + 1e-8))
+    refined = [p.detach() for p in params]
+    self._svi_refined = refined
+    self._svi_enc = (mus, logvars, frozen)
+    return None, mus, logvars
+
+
+def svi_neg_elbo(self, x, y_pred):
+    mus, logvars, frozen = self._svi_enc
+    n = len(mus)
+    if y_pred[0] is not None:  # evaluation
+        return PM.reconstruction_nll(x, y_pred[0]) + self.kl(mus, logvars)
+    decoder_loss = _elbo_terms(self, x, self._svi_refined[:n], self._svi_refined[n:])
+    if SVI_ENC == "regress":
+        enc = sum(((a - b) ** 2).sum((1, 2)) for a, b in zip((*mus, *logvars), self._svi_refined))
+    else:
+        enc = _elbo_terms(self, x, mus, logvars, frozen)
+    return decoder_loss + enc
+
+
+if SVI:
+    PM.PAMVAE.forward = svi_forward
+    PM.PAMVAE.negative_elbo = svi_neg_elbo
 
 
 class Schedule(Callback):

@@ -12,6 +12,7 @@ from sklearn.base import clone
 
 from sktopics import PAMVI, MoLDA
 from sktopics._generative_pam import pam_laplace_prior, pam_level_alphas
+from sktopics._neural._modules import MixtureDecoder, TFBatchNorm
 from sktopics._neural._pam_modules import L2Normalization
 from sktopics.datasets import make_pam_corpus
 from sktopics.pam import PAMStructure
@@ -366,8 +367,19 @@ def test_shift_init_starts_the_decoder_at_the_word_frequencies(corpus):
         PAMVI((2, 4), shift_init="uniform", **FAST).fit(X)
 
 
+def test_bn_eps_reaches_every_batch_norm():
+    X, _, _ = make_pam_corpus(n_samples=40, n_features=30, structure=(2, 4), random_state=0)
+    for model in (PAMVI((2, 4), bn_eps=1e-7, **FAST), MoLDA((2, 3), bn_eps=1e-7, **FAST)):
+        modules = list(model.fit(X).net_.module_.modules())
+        heads = [m.eps for m in modules if isinstance(m, TFBatchNorm)]
+        decoders = [m.bn_eps for m in modules if isinstance(m, MixtureDecoder)]
+        assert len(heads) == 4  # mean and log-variance heads of both levels' encoders
+        assert len(decoders) == (1 if isinstance(model, PAMVI) else 2)
+        assert set(heads + decoders) == {1e-7}
+
+
 @pytest.mark.parametrize("structure, advice", [((2, 60), "Train longer"),
-                                               ((20, 60), "batch_size=200")])
+                                               ((20, 60), "lower bn_eps")])
 def test_collapse_warning_advice_depends_on_the_number_of_node_coordinates(structure, advice):
     X, _, _ = make_pam_corpus(n_samples=40, n_features=700, structure=(2, 4), random_state=0)
     model = PAMVI(structure=structure, hidden_sizes=(8, 8), max_iter=1, batch_size=20,

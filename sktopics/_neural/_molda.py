@@ -115,7 +115,7 @@ class MoLDA(PAMTopicModel):
         max_iter=100,
         batch_sampling="shuffle",
         bn_momentum=1e-3,
-        bn_eps=1e-3,
+        bn_eps=1e-6,
         bn_statistics="recompute",
         clip_grad_norm=None,
         validation_fraction=None,

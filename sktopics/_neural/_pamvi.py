@@ -155,9 +155,11 @@ class PAMTopicModel(NeuralTopicModel):
         if n_node_coordinates <= 1000:
             return super()._collapse_advice()
         return (f"With {n_node_coordinates} per-document node coordinates below the root, "
-                "the ELBO favours collapsing those nodes onto their prior: use "
-                "batch_size=200 (20 Newsgroups, 50 super / 100 sub-topics: TD 0.07 with "
-                "batch 64, 0.43 with 200; see the PAM user guide).")
+                "the ELBO favours collapsing those nodes onto their prior, and the batch "
+                "norm holds them apart only while their pre-norm spread exceeds "
+                f"sqrt(bn_eps): lower bn_eps (now {self.bn_eps:g}) or use batch_size=200 "
+                "(20 Newsgroups, 50 super / 100 sub-topics, batch 64: TD 0.07 with "
+                "bn_eps=1e-3, 0.44 with 1e-6; see the PAM user guide).")
 
     # --------------------------------------------------------------- inference
     def _iter_levels(self, X):
@@ -318,6 +320,17 @@ PAM_TRAINING = ENCODER_AND_TRAINING.replace(
 ).replace(
     'batch_sampling : {"with_replacement", "shuffle"}, default="with_replacement"',
     'batch_sampling : {"with_replacement", "shuffle"}, default="shuffle"',
+).replace(
+    """bn_eps : float, default=1e-3
+    Batch-norm epsilon (TF default).""",
+    """bn_eps : float, default=1e-6
+    Batch-norm epsilon. AVITM's TF default 1e-3 leaves the KL a way out of
+    the batch norm on the mean heads: it shrinks a level's pre-norm spread
+    below ``sqrt(bn_eps)``, and the level collapses onto its prior. With
+    50 super- / 100 sub-topics on 20 Newsgroups (batch 64) the sub level did
+    (NPMI 0.14, TD 0.07); with 1e-6 it stayed active through 60 epochs (NPMI
+    0.19, TD 0.44, held-out likelihood slightly higher). Neutral on the
+    smaller settings tried (user guide).""",
 )
 
 
@@ -479,7 +492,7 @@ class PAMVI(PAMTopicModel):
         max_iter=100,
         batch_sampling="shuffle",
         bn_momentum=1e-3,
-        bn_eps=1e-3,
+        bn_eps=1e-6,
         bn_statistics="recompute",
         clip_grad_norm=None,
         validation_fraction=None,
