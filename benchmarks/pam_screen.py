@@ -29,7 +29,10 @@ concentration per edge, by the ELBO), ``x_dir_nobn`` (no batch norm on the mean 
 log-variances by this many Adam steps of size ``x_svi_lr`` on its ELBO with the decoder
 frozen; the decoder learns from the refined posteriors, the encoder from its own ELBO with
 the decoder frozen, or with ``x_svi_enc="regress"`` by regression onto the refined values;
-the printed loss is then the sum of the two terms).
+the printed loss is then the sum of the two terms), ``x_eb`` (``"laplace"`` or ``"means"``:
+tomotopy's learned ``subalpha``, Minka's fixed point on the rounded expected sub-level counts
+after each epoch from ``x_eb_start`` (default 2), setting the sub level's Laplace prior, or
+only its means).
 Prints one ``RESULT`` line: test NPMI (eps / zero), TD, rarely used sub-topics, topics with
 >= 3 of the corpus's 20 most frequent training words in their top 10 (``freq3``), per-level KL
 and active units, final loss and fit seconds (not a timing benchmark); with ``x_background``
@@ -84,6 +87,8 @@ DIR_SUBALPHA = float(over.pop("x_dir_subalpha", 1.0))
 DIR_SCALE = float(over.pop("x_dir_scale", 1.0))
 DIR_NOBN = over.pop("x_dir_nobn", False)
 DIR_LEARN = over.pop("x_dir_learn", "")
+EB = over.pop("x_eb", "")
+EB_START = int(over.pop("x_eb_start", 2))
 SVI = int(over.pop("x_svi", 0))
 SVI_LR = float(over.pop("x_svi_lr", 0.1))
 SVI_ENC = over.pop("x_svi_enc", "elbo")
@@ -396,6 +401,51 @@ if SVI:
     PM.PAMVAE.negative_elbo = svi_neg_elbo
 
 
+class EmpiricalBayesSubalpha(Callback):
+    """tomotopy's learned ``subalpha`` for the VAE: after each epoch from ``x_eb_start`` on,
+    Minka's fixed point on the rounded expected sub-level counts ``N_d r_d[s] theta_ds[k]``
+    of the training documents (posterior means), then the sub level's Laplace prior from the
+    new asymmetric alphas (``x_eb="laplace"``) or only its means (``x_eb="means"``)."""
+
+    def __init__(self):
+        self.alpha = None
+
+    def on_epoch_end(self, net, **kw):
+        if len(net.history) < EB_START:
+            return
+        from sktopics._generative import laplace_logistic_normal
+        from sktopics._gibbs._hyper import optimize_alpha
+
+        module = net.module_
+        module.eval()
+        reach, nodes = [], []
+        with torch.no_grad():
+            for start in range(0, X.shape[0], 2000):
+                xb = torch.tensor(X[start:start + 2000].toarray())
+                probs = module.mean_node_probs(xb)
+                reach.append(probs[0][:, 0, :])
+                nodes.append(probs[1])
+        module.train()
+        reach, nodes = torch.cat(reach), torch.cat(nodes)
+        lengths = torch.tensor(np.asarray(X.sum(1)).ravel(), dtype=torch.float64)
+        n_super, n_sub = nodes.shape[1:]
+        if self.alpha is None:
+            self.alpha = [torch.ones(n_sub, dtype=torch.float64) for _ in range(n_super)]
+        means, variances = module.prior_mean_1.clone(), module.prior_var_1.clone()
+        for s in range(n_super):
+            counts = torch.round(lengths[:, None] * reach[:, s, None] * nodes[:, s, :])
+            self.alpha[s] = optimize_alpha(counts.to(torch.int64), self.alpha[s])
+            m, v = laplace_logistic_normal(self.alpha[s].numpy())
+            means[s] = torch.as_tensor(m, dtype=means.dtype)
+            if EB == "laplace":
+                variances[s] = torch.as_tensor(v, dtype=variances.dtype)
+        module.prior_mean_1.copy_(means)
+        module.prior_var_1.copy_(variances)
+        a = torch.stack(self.alpha)
+        print(f"  epoch {len(net.history)}: subalpha {float(a.min()):.4f}-{float(a.max()):.4f}, "
+              f"sums {[round(float(x), 2) for x in a.sum(1)]}", flush=True)
+
+
 class Schedule(Callback):
     """Per-batch KL warm-up and learning-rate decay over the whole fit."""
 
@@ -426,8 +476,10 @@ class Schedule(Callback):
 structure = tuple(over.pop("structure", (2, 50) if cls == "PAMVI" else (10, 50)))
 seed = over.pop("seed", 0)
 Cls = MoLDA if cls == "MoLDA" else PAMVI
-m = Cls(structure, max_iter=epochs, random_state=seed, device="cpu",
-        callbacks=[("schedule", Schedule(epochs))], **over)
+callbacks = [("schedule", Schedule(epochs))]
+if EB:
+    callbacks.append(("empirical_bayes", EmpiricalBayesSubalpha()))
+m = Cls(structure, max_iter=epochs, random_state=seed, device="cpu", callbacks=callbacks, **over)
 t = time.perf_counter()
 m.fit(X)
 secs = time.perf_counter() - t
