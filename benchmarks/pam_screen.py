@@ -108,6 +108,9 @@ def neg_elbo(self, x, y_pred):
     lw, mus, logvars = y_pred
     kl = free_bits_kl(self, mus, logvars) if FREE_BITS else self.kl(mus, logvars)
     loss = PM.reconstruction_nll(x, lw) + KLW * getattr(self, "kl_weight", 1.0) * kl
+    if self.training and self.topic_word_prior_per_document > 0:  # topic_word_prior
+        loss = loss - PM.topic_word_log_prior(self.decoder.log_topic_word(),
+                                              self.topic_word_prior_per_document)
     if ENT:  # penalty on the sub-topics' entropies (not an ELBO)
         phi = self.decoder.topic_word()
         loss = loss - ENT * (phi * torch.log(phi + 1e-12)).sum()

@@ -12,8 +12,9 @@ from sklearn.base import clone
 
 from sktopics import PAMVI, MoLDA
 from sktopics._generative_pam import pam_laplace_prior, pam_level_alphas
+from sktopics._neural._losses import reconstruction_nll, topic_word_log_prior
 from sktopics._neural._modules import MixtureDecoder, TFBatchNorm
-from sktopics._neural._pam_modules import L2Normalization
+from sktopics._neural._pam_modules import GainMixtureDecoder, L2Normalization
 from sktopics.datasets import make_pam_corpus
 from sktopics.pam import PAMStructure
 
@@ -387,3 +388,48 @@ def test_collapse_warning_advice_depends_on_the_number_of_node_coordinates(struc
     model.components_ = np.tile(model.components_[:1], (structure[1], 1))
     with pytest.warns(UserWarning, match=advice):
         model._warn_if_collapsed()
+
+
+def test_topic_word_log_prior_gives_gibbs_pseudo_counts():
+    # Two documents, each on its own topic: the MAP topics in the softmax basis are
+    # (n + eta) / (N + V eta), collapsed Gibbs' estimate.
+    counts = torch.tensor([[5.0, 3.0, 0.0, 1.0, 0.0, 0.0], [0.0, 0.0, 4.0, 0.0, 2.0, 7.0]],
+                          dtype=torch.float64)
+    theta = torch.eye(2, dtype=torch.float64)
+    eta = 0.5
+    decoder = GainMixtureDecoder(2, 6, bn_eps=1e-12).double()
+    optimiser = torch.optim.LBFGS(decoder.parameters(), max_iter=500, tolerance_grad=1e-12,
+                                  tolerance_change=1e-14, line_search_fn="strong_wolfe")
+
+    def closure():
+        optimiser.zero_grad()
+        loss = (reconstruction_nll(counts, decoder(theta)).sum()
+                - topic_word_log_prior(decoder.log_topic_word(), eta))
+        loss.backward()
+        return loss
+
+    optimiser.step(closure)
+    expected = (counts + eta) / (counts + eta).sum(1, keepdim=True)
+    np.testing.assert_allclose(decoder.topic_word().detach().numpy(), expected.numpy(),
+                               rtol=1e-5)
+
+
+@pytest.mark.parametrize("Model, structure", [(PAMVI, (2, 4)), (MoLDA, (2, 3))])
+def test_topic_word_prior_is_spread_over_the_training_documents(Model, structure):
+    X, _, _ = make_pam_corpus(n_samples=60, n_features=30, structure=(2, 4), random_state=0)
+    X = X.tolil()
+    X[0] = 0  # an empty document does not count
+    X = X.tocsr()
+    fit = dict(FAST, max_iter=20, learning_rate=0.05)
+    plain = Model(structure, **fit).fit(X)
+    assert plain.topic_word_prior_ is None
+    assert plain.net_.module_.topic_word_prior_per_document == 0.0
+    smooth = Model(structure, topic_word_prior=1e4, **fit).fit(X)
+    assert smooth.topic_word_prior_ == 1e4
+    assert smooth.net_.module_.topic_word_prior_per_document == pytest.approx(1e4 / 59)
+    # A strong prior pulls every topic towards uniform.
+    uniform = np.full(X.shape[1], 1.0 / X.shape[1])
+    distance = [np.abs(m.components_ - uniform).sum(1).mean() for m in (plain, smooth)]
+    assert distance[1] < 0.5 * distance[0], distance
+    with pytest.raises(ValueError, match="topic_word_prior"):
+        Model(structure, topic_word_prior=0.0, **FAST).fit(X)

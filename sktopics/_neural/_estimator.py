@@ -79,6 +79,7 @@ class NeuralTopicModel(BaseTopicModel):
                 self.net_.initialize()
             net = self.net_
             _set_frozen_batch_norm(net.module_, False)
+            self._configure_module(net.module_, n_train_documents=train.shape[0])
             # Plain attributes: skorch's set_params would re-initialise the net.
             net.max_epochs = self.max_iter if epochs is None else epochs
             net.iterator_train__seed = seed + len(net.history)
@@ -93,6 +94,9 @@ class NeuralTopicModel(BaseTopicModel):
         self.topic_word_prior_ = None
         self._warn_if_collapsed()
         return self
+
+    def _configure_module(self, module, n_train_documents):
+        """Hook run before each fit's training, once the module exists (no-op here)."""
 
     def _topic_word(self):
         with torch.no_grad():

@@ -2,7 +2,7 @@
 
 import torch
 
-__all__ = ["reconstruction_nll", "gaussian_kl", "negative_elbo"]
+__all__ = ["reconstruction_nll", "gaussian_kl", "negative_elbo", "topic_word_log_prior"]
 
 
 def reconstruction_nll(x, log_word_probs):
@@ -20,3 +20,15 @@ def gaussian_kl(mu, logvar, prior_mean, prior_var):
 def negative_elbo(x, log_word_probs, mu, logvar, prior_mean, prior_var):
     """Per-document negative ELBO: reconstruction NLL plus KL to the Laplace prior."""
     return reconstruction_nll(x, log_word_probs) + gaussian_kl(mu, logvar, prior_mean, prior_var)
+
+
+def topic_word_log_prior(log_topic_word, eta):
+    """Symmetric Dirichlet(``eta``) log density of point-estimated topics, softmax basis.
+
+    In the softmax basis ``phi = softmax(h)`` a Dirichlet's density is proportional
+    to ``prod_w phi_w ** eta`` (MacKay 1998: the Jacobian turns ``eta - 1`` into
+    ``eta``), so its mode is the exact MAP: adding this term to the topics'
+    log-likelihood makes them ``(n_kw + eta) / (n_k + V eta)``, ``eta`` pseudo-counts
+    per word and topic as in collapsed Gibbs. Up to a constant.
+    """
+    return eta * log_topic_word.sum()

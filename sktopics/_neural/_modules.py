@@ -152,8 +152,15 @@ class MixtureDecoder(nn.Module):
         beta = self.beta
         return (beta - beta.mean(0)) * torch.rsqrt(beta.var(0, unbiased=False) + self.bn_eps)
 
+    def logits(self):
+        """Topic-word logits, ``(n_topics, n_features)``."""
+        return self.normed_beta() + self.bias
+
     def topic_word(self):
-        return torch.softmax(self.normed_beta() + self.bias, dim=-1)
+        return torch.softmax(self.logits(), dim=-1)
+
+    def log_topic_word(self):
+        return torch.log_softmax(self.logits(), dim=-1)
 
     def forward(self, theta):
         return torch.log(theta @ self.topic_word() + 1e-10)

@@ -10,13 +10,21 @@ from ..utils._docstring import fill_doc
 from ..utils._sklearn_compat import Interval, check_is_fitted
 from ._docs import COUNT_POLICY
 from ._pam_modules import ConcatMixtureDecoder
-from ._pamvi import _PAM_FITTED_ATTRIBUTES, PAM_TRAINING, SHIFT_INIT, WORD_GAIN, PAMTopicModel
+from ._pamvi import (
+    _PAM_FITTED_ATTRIBUTES,
+    PAM_TRAINING,
+    SHIFT_INIT,
+    TOPIC_WORD_PRIOR,
+    WORD_GAIN,
+    PAMTopicModel,
+)
 
 __all__ = ["MoLDA"]
 
 
 @fill_doc(shared_parameters=PAM_TRAINING, fitted_attributes=_PAM_FITTED_ATTRIBUTES,
-          count_policy=COUNT_POLICY, word_gain=WORD_GAIN, shift_init=SHIFT_INIT)
+          count_policy=COUNT_POLICY, word_gain=WORD_GAIN, shift_init=SHIFT_INIT,
+          topic_word_prior=TOPIC_WORD_PRIOR)
 class MoLDA(PAMTopicModel):
     """Word-level mixture of LDA models with different numbers of topics (aviPAM).
 
@@ -41,6 +49,7 @@ class MoLDA(PAMTopicModel):
         per component (a float or an array of that component's length).
     logvar_norm : {"batchnorm", "l2", "none"}, default="batchnorm"
         Normalisation of the encoder heads, as in :class:`PAMVI`.
+    {topic_word_prior}
     {word_gain}
     {shift_init}
     {shared_parameters}
@@ -103,6 +112,7 @@ class MoLDA(PAMTopicModel):
         *,
         doc_topic_prior=1.0,
         subtopic_prior=1.0,
+        topic_word_prior=None,
         logvar_norm="batchnorm",
         word_gain=True,
         shift_init="log_frequency",
@@ -130,6 +140,7 @@ class MoLDA(PAMTopicModel):
         self.components = components
         self.doc_topic_prior = doc_topic_prior
         self.subtopic_prior = subtopic_prior
+        self.topic_word_prior = topic_word_prior
         self.logvar_norm = logvar_norm
         self.word_gain = word_gain
         self.shift_init = shift_init

@@ -23,7 +23,7 @@ Maths only: imports torch, never scikit-learn or skorch.
 import torch
 from torch import nn
 
-from ._losses import gaussian_kl, reconstruction_nll
+from ._losses import gaussian_kl, reconstruction_nll, topic_word_log_prior
 from ._modules import InferenceNetwork, MixtureDecoder
 
 __all__ = [
@@ -121,10 +121,10 @@ class GainMixtureDecoder(MixtureDecoder):
             with torch.no_grad():
                 self.bias.copy_(torch.as_tensor(shift, dtype=self.bias.dtype))
 
-    def topic_word(self):
+    def logits(self):
         if self.gain is None:
-            return super().topic_word()
-        return torch.softmax(self.gain * self.normed_beta() + self.bias, dim=-1)
+            return super().logits()
+        return self.gain * self.normed_beta() + self.bias
 
 
 class ConcatMixtureDecoder(nn.Module):
@@ -143,6 +143,9 @@ class ConcatMixtureDecoder(nn.Module):
     def topic_word(self):
         return torch.cat([part.topic_word() for part in self.parts], dim=0)
 
+    def log_topic_word(self):
+        return torch.cat([part.log_topic_word() for part in self.parts], dim=0)
+
     def forward(self, theta):
         return torch.log(theta @ self.topic_word() + 1e-10)
 
@@ -153,7 +156,8 @@ class PAMVAE(nn.Module):
     ``forward(x)`` returns ``(log_word_probs, mus, logvars)`` with one
     ``(B, P, C)`` tensor per level in ``mus`` and ``logvars``;
     :meth:`negative_elbo` turns that into the per-document loss (reconstruction
-    plus one Gaussian KL per node, masked edges excluded). The Laplace priors and
+    plus one Gaussian KL per node, masked edges excluded, and the share of the
+    topics' log prior when ``topic_word_prior_per_document`` is set). The Laplace priors and
     the masks live in buffers.
 
     Parameters
@@ -171,6 +175,8 @@ class PAMVAE(nn.Module):
         self.encoder = encoder
         self.decoder = decoder
         self.theta_dropout = nn.Dropout(theta_dropout)
+        # Dirichlet(eta) on the topics, spread over the training documents: eta / n_train.
+        self.topic_word_prior_per_document = 0.0
         self.n_levels = len(masks)
         for level, (mask, mean, var) in enumerate(zip(masks, prior_means, prior_vars)):
             self.register_buffer(f"mask_{level}", torch.tensor(mask, dtype=torch.bool))
@@ -237,6 +243,16 @@ class PAMVAE(nn.Module):
         return total
 
     def negative_elbo(self, x, y_pred):
-        """Per-document negative ELBO: reconstruction NLL plus the nodes' KLs."""
+        """Per-document negative ELBO: reconstruction NLL plus the nodes' KLs.
+
+        In training, minus the topics' log prior is added to every document's loss
+        in the share ``topic_word_prior_per_document`` (MAP topics); validation
+        losses stay the plain negative ELBO.
+        """
         log_word_probs, mus, logvars = y_pred
-        return reconstruction_nll(x, log_word_probs) + self.kl(mus, logvars)
+        loss = reconstruction_nll(x, log_word_probs) + self.kl(mus, logvars)
+        if self.training and self.topic_word_prior_per_document > 0:
+            log_prior = topic_word_log_prior(self.decoder.log_topic_word(),
+                                             self.topic_word_prior_per_document)
+            loss = loss - log_prior
+        return loss
