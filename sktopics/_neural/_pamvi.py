@@ -304,8 +304,8 @@ level_weights_ : list of ndarray
     expected fraction of the training tokens passing through a node that go on
     to each child (see Notes).
 topic_word_prior_ : float or None
-    ``topic_word_prior`` as used.
-    The topic-word matrix is a point estimate (variational EM).
+    ``topic_word_prior`` as used: the sub-topics are MAP point estimates under
+    it, or maximum-likelihood ones for ``None`` (variational EM).
 n_iter_ : int
     Epochs run, cumulated under ``warm_start`` / ``partial_fit``.
 net_ : skorch.NeuralNet
