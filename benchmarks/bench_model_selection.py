@@ -55,7 +55,7 @@ import numpy as np
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import RESULTS, default_data_home, machine
+from _common import RESULTS, default_data_home, machine, write_results
 
 from sktopics import LDAGibbs
 from sktopics.datasets import load_20news_avitm, load_nips
@@ -174,6 +174,9 @@ def fit_models(corpus, train, args):
     if os.path.exists(path):
         cached = dict(np.load(path))
         return {k: (v.item() if v.ndim == 0 else v) for k, v in cached.items()}
+    if train is None:
+        raise SystemExit(f"{path} not found: --speed reuses the models of an experiment run "
+                         "with the same --fit-sweeps; run one first.")
     out = {}
     for kind in ("sym", "asym"):
         t = time.perf_counter()
@@ -470,10 +473,7 @@ def speed(args):
         lines.append(f"| {r['corpus']} | {r['method']} | {r['n_docs']} | {int(r['n_tokens'])} | "
                      f"{r['seconds']:.2f} | {r['token_updates_per_s'] / 1e6:.2f} M | "
                      f"{r['documents_per_s']:.1f} |")
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / f"{args.out}_speed.json").write_text(json.dumps(out, indent=1, default=str) + "\n")
-    (RESULTS / f"{args.out}_speed.md").write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
+    write_results(f"{args.out}_speed", out, "\n".join(lines) + "\n")
 
 
 # ------------------------------------------------------------------------- report
@@ -630,9 +630,6 @@ def speed_target(args):
            "token_updates_per_s": result.n_token_updates / seconds,
            "log_likelihood_per_token": float(result.per_token)}
     out = {"machine": machine(), "row": row}
-    name = f"{args.out}_target_{device.type}"
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / f"{name}.json").write_text(json.dumps(out, indent=1, default=str) + "\n")
     lines = [f"# AIS over the whole 20NG test set: {args.target_temperatures} temperatures", "",
              (f"Issue #5's goal: 1,000 temperatures in <= 10 s on one H100. Device: "
               f"{row['device_name']} ({row['device']}, {row['threads']} CPU thread(s)); load at "
@@ -643,8 +640,7 @@ def speed_target(args):
              "|---|---|---|---|---|---|",
              (f"| {row['n_docs']} | {row['n_tokens']} | {row['n_temperatures']} | {seconds:.1f} | "
               f"{row['token_updates_per_s'] / 1e6:.2f} M | {row['log_likelihood_per_token']:.4f} |")]
-    (RESULTS / f"{name}.md").write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
+    write_results(f"{args.out}_target_{device.type}", out, "\n".join(lines) + "\n")
 
 
 def main():
