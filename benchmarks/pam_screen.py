@@ -23,8 +23,10 @@ Seventh round: ``x_dirichlet`` (``"exp"`` or ``"softplus"``: exact Dirichlet nod
 with concentrations ``exp(x_dir_scale * m)`` or ``softplus(m)`` of the batch-normed mean head
 ``m``, sampled by torch's implicit reparameterisation, analytic Dirichlet KL; the log-variance
 head is unused), ``x_dir_alpha`` / ``x_dir_subalpha`` (the Dirichlet priors of the root and of
-the other nodes), ``x_dir_learn`` (``"sub"`` or ``"all"``: learn those priors, one
-concentration per edge, by the ELBO), ``x_dir_nobn`` (no batch norm on the mean head),
+the other nodes; ``x_dir_priors``: a JSON file with per-edge ``alpha`` and ``subalpha``
+lists for a 4-PAM instead; ``x_dir_anneal``: epochs over which the priors move
+geometrically from 1 to their target), ``x_dir_learn`` (``"sub"`` or ``"all"``: learn those
+priors, one concentration per edge, by the ELBO), ``x_dir_nobn`` (no batch norm on the mean head),
 ``x_svi`` (semi-amortised training, Krishnan et al. 2018: refine each document's means and
 log-variances by this many Adam steps of size ``x_svi_lr`` on its ELBO with the decoder
 frozen; the decoder learns from the refined posteriors, the encoder from its own ELBO with
@@ -32,7 +34,11 @@ the decoder frozen, or with ``x_svi_enc="regress"`` by regression onto the refin
 the printed loss is then the sum of the two terms), ``x_eb`` (``"laplace"`` or ``"means"``:
 tomotopy's learned ``subalpha``, Minka's fixed point on the rounded expected sub-level counts
 after each epoch from ``x_eb_start`` (default 2), setting the sub level's Laplace prior, or
-only its means).
+only its means). Eighth round: ``x_iwae`` (train on the importance-weighted bound of Burda et
+al. 2016 with this many samples per document instead of the ELBO), ``x_init_topics`` (path of
+a ``.npy`` topic-word matrix, e.g. tomotopy's or PLSA's: the decoder starts exactly at those
+topics), ``x_freeze_decoder`` (epochs at the start during which the decoder is frozen and
+only the encoder learns), ``x_save`` (pickle the fitted estimator to this path).
 Prints one ``RESULT`` line: test NPMI (eps / zero), TD, rarely used sub-topics, topics with
 >= 3 of the corpus's 20 most frequent training words in their top 10 (``freq3``), per-level KL
 and active units, final loss and fit seconds (not a timing benchmark); with ``x_background``
@@ -44,6 +50,7 @@ statistics) and ``pure`` (``p(w | theta = e_k)``, the standardised logits plus t
 
 import json
 import math
+import pickle
 import sys
 import time
 import warnings
@@ -51,6 +58,7 @@ import warnings
 import numpy as np
 import torch
 from _common import load_pam_corpus
+from pam_objective import decoder_at
 from skorch.callbacks import Callback
 from torch import nn
 
@@ -87,11 +95,21 @@ DIR_SUBALPHA = float(over.pop("x_dir_subalpha", 1.0))
 DIR_SCALE = float(over.pop("x_dir_scale", 1.0))
 DIR_NOBN = over.pop("x_dir_nobn", False)
 DIR_LEARN = over.pop("x_dir_learn", "")
+DIR_PRIORS = over.pop("x_dir_priors", "")
+DIR_ANNEAL = float(over.pop("x_dir_anneal", 0))
+if DIR_PRIORS:  # {"alpha": [k1], "subalpha": [[k2] * k1]}, e.g. tomotopy's learned priors
+    with open(DIR_PRIORS) as f:
+        _p = json.load(f)
+    DIR_PRIORS = [torch.tensor([_p["alpha"]]), torch.tensor(_p["subalpha"])]
 EB = over.pop("x_eb", "")
 EB_START = int(over.pop("x_eb_start", 2))
 SVI = int(over.pop("x_svi", 0))
 SVI_LR = float(over.pop("x_svi_lr", 0.1))
 SVI_ENC = over.pop("x_svi_enc", "elbo")
+IWAE = int(over.pop("x_iwae", 0))
+INIT_TOPICS = over.pop("x_init_topics", "")
+FREEZE_DEC = int(over.pop("x_freeze_decoder", 0))
+SAVE = over.pop("x_save", "")
 
 
 def free_bits_kl(self, mus, logvars):
@@ -129,6 +147,43 @@ def forward(self, x, generator=None):
 
 PM.PAMVAE.negative_elbo = neg_elbo
 PM.PAMVAE.forward = forward
+
+
+def iwae_forward(self, x, generator=None):
+    """Importance-weighted bound (Burda et al. 2016) with IWAE samples, kept in ``_iwae``."""
+    mus, logvars = self.encoder(x)
+    if not self.training:
+        return forward(self, x, generator)
+    log_weights = []
+    for _ in range(IWAE):
+        hs = [self.sample(mu, lv, generator) for mu, lv in zip(mus, logvars)]
+        lw = self.decoder(self.theta_dropout(self.reach(self.node_probs(hs))[-1]))
+        log_w = (x * lw).sum(-1)
+        for h, mu, lv, mask, (mean, var) in zip(hs, mus, logvars, self.masks(), self.priors()):
+            log_prior = -0.5 * ((h - mean) ** 2 / var + var.log())
+            log_q = -0.5 * ((h - mu) ** 2 / lv.exp() + lv)
+            log_w = log_w + ((log_prior - log_q) * mask).flatten(1).sum(-1)
+        log_weights.append(log_w)
+    self._iwae = torch.logsumexp(torch.stack(log_weights), 0) - math.log(IWAE)
+    return lw, mus, logvars
+
+
+def iwae_neg_elbo(self, x, y_pred):
+    if not self.training:
+        return neg_elbo(self, x, y_pred)
+    loss = -self._iwae
+    if self.topic_word_prior_per_document > 0:
+        loss = loss - PM.topic_word_log_prior(self.decoder.log_topic_word(),
+                                              self.topic_word_prior_per_document)
+    return loss
+
+
+if INIT_TOPICS:
+    PM.GainMixtureDecoder.__init__ = decoder_at(np.load(INIT_TOPICS), frozen=False)
+
+if IWAE:
+    PM.PAMVAE.forward = iwae_forward
+    PM.PAMVAE.negative_elbo = iwae_neg_elbo
 
 _vinit = PM.PAMVAE.__init__
 
@@ -324,6 +379,10 @@ def dirichlet_kl(self, mus, logvars):
     total = 0.0
     for level, mu in enumerate(mus):
         prior = torch.full_like(mu, DIR_ALPHA if level == 0 else DIR_SUBALPHA)
+        if DIR_PRIORS:
+            prior = DIR_PRIORS[level].to(mu).expand_as(mu)
+        if DIR_ANNEAL:  # geometric path from priors 1 to the target priors
+            prior = prior ** getattr(self, "prior_t", 1.0)
         if hasattr(self, f"dir_log_alpha_{level}"):
             prior = getattr(self, f"dir_log_alpha_{level}").exp().expand_as(mu)
         kl = torch.distributions.kl_divergence(torch.distributions.Dirichlet(concentration(mu)),
@@ -463,7 +522,13 @@ class Schedule(Callback):
     def on_batch_begin(self, net, batch=None, training=False, **kw):
         if not training:
             return
+        if FREEZE_DEC:
+            frozen = self.step < self.n_batches * FREEZE_DEC
+            for p in net.module_.decoder.parameters():
+                p.requires_grad_(not frozen)
         p = min(1.0, self.step / (self.n_batches * self.total))
+        if DIR_ANNEAL:
+            net.module_.prior_t = min(1.0, self.step / (self.n_batches * DIR_ANNEAL))
         if WARM:
             net.module_.kl_weight = min(1.0, self.step / (self.n_batches * WARM))
         f = 1.0
@@ -486,6 +551,9 @@ m = Cls(structure, max_iter=epochs, random_state=seed, device="cpu", callbacks=c
 t = time.perf_counter()
 m.fit(X)
 secs = time.perf_counter() - t
+if SAVE:
+    with open(SAVE, "wb") as f:
+        pickle.dump(m, f)
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")
     e = npmi_coherence(m.components_, Xt, top_n=10, zero_cooccurrence="epsilon").mean
