@@ -7,6 +7,7 @@ import subprocess
 from pathlib import Path
 
 import numpy as np
+import scipy.sparse as sp
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -91,6 +92,14 @@ def markdown_table(rows, columns):
     lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
     lines += ["| " + " | ".join(fmt(row.get(c)) for c in columns) + " |" for row in rows]
     return "\n".join(lines) + "\n"
+
+
+def doc_words(X):
+    """Each document's tokens as column indices (its row of counts expanded)."""
+    X = sp.csr_matrix(X)
+    for d in range(X.shape[0]):
+        start, stop = X.indptr[d], X.indptr[d + 1]
+        yield np.repeat(X.indices[start:stop], X.data[start:stop].astype(np.int64))
 
 
 def load_pam_corpus(name, data_home=None):

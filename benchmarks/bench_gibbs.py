@@ -46,7 +46,13 @@ import scipy.sparse as sp
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import default_data_home, machine, markdown_table, write_results  # noqa: E402
+from _common import (  # noqa: E402
+    default_data_home,
+    doc_words,
+    machine,
+    markdown_table,
+    write_results,
+)
 
 from sktopics import LDAGibbs  # noqa: E402
 from sktopics._gibbs._evaluate import document_completion_perplexity, split_halves  # noqa: E402
@@ -73,14 +79,6 @@ def load_corpora(data_home, names):
 
 
 # --------------------------------------------------------------------------- systems
-def _doc_words(X):
-    """Each document's tokens as column indices (its row of counts expanded)."""
-    X = sp.csr_matrix(X)
-    for d in range(X.shape[0]):
-        start, stop = X.indptr[d], X.indptr[d + 1]
-        yield np.repeat(X.indices[start:stop], X.data[start:stop].astype(np.int64))
-
-
 class Ours:
     """LDAGibbs trained in increments with warm_start (the chain continues)."""
 
@@ -112,7 +110,7 @@ class Tomotopy:
 
         self.threads = threads
         self.model = tp.LDAModel(k=K, alpha=ALPHA, eta=BETA, seed=seed)
-        for words in _doc_words(X):
+        for words in doc_words(X):
             if len(words):
                 self.model.add_doc([str(w) for w in words])
         self.n_features = X.shape[1]
@@ -131,7 +129,7 @@ class Tomotopy:
 
 def _token_strings(X):
     """One string per document, its tokens written ``w<column>``, for text-only peers."""
-    return [" ".join(f"w{w}" for w in words) for words in _doc_words(X)]
+    return [" ".join(f"w{w}" for w in words) for words in doc_words(X)]
 
 
 class PyrMallet:
@@ -334,7 +332,7 @@ def inference_speed(X, X_test, K, n_iter, train_sweeps, label, accuracy=True,
     tomo = Tomotopy(X, K, 1)
     tomo.train(train_sweeps)
     Xt = sp.csr_matrix(X_test)
-    docs = [tomo.model.make_doc([str(w) for w in words]) for words in _doc_words(Xt)]
+    docs = [tomo.model.make_doc([str(w) for w in words]) for words in doc_words(Xt)]
     # tomotopy >= 0.13 returns the documents' topic distributions.
     theta_tomo, seconds = _timed_one_thread(
         lambda: np.asarray(tomo.model.infer(docs, iterations=n_iter, workers=1)[0]))

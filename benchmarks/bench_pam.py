@@ -36,6 +36,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from _common import doc_words
 
 import sktopics
 from sktopics import PAMVI, MoLDA
@@ -120,10 +121,7 @@ def run_neural(name, make, X, X_test, epochs, chunk, dataset, setting, target=No
 
 def tomotopy_add_docs(model, X, vocab):
     """Add each non-empty document of the counts ``X`` to a tomotopy model, as words."""
-    X = X.tocsr()
-    for d in range(X.shape[0]):
-        start, stop = X.indptr[d], X.indptr[d + 1]
-        words = np.repeat(X.indices[start:stop], X.data[start:stop].astype(np.int64))
+    for words in doc_words(X):
         if words.size:
             model.add_doc([vocab[w] for w in words])
 
