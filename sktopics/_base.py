@@ -13,7 +13,7 @@ from .utils._sklearn_compat import (
     _fit_context,
     check_is_fitted,
 )
-from .utils._torch import draw_seed, resolve_device
+from .utils._torch import available_device, draw_seed, resolve_device
 from .utils._validation import check_count_matrix
 
 __all__ = ["BaseTopicModel"]
@@ -184,9 +184,11 @@ class BaseTopicModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEsti
     def __setstate__(self, state):
         super().__setstate__(state)
         device = getattr(self, "device_", None)
-        if device is not None and device.type == "cuda" and not torch.cuda.is_available():
-            # A model fitted on a GPU machine keeps working on a CPU-only one.
-            self.device_ = torch.device("cpu")
+        if device is not None:
+            # A model fitted on a device this machine lacks (a GPU machine's cuda:1,
+            # any GPU on a CPU-only machine) keeps working on one it has.
+            self.device_ = available_device(device, owner=type(self).__name__)
+            self._relocate(self.device_)
 
     # ------------------------------------------------------- subclass hooks
     @abstractmethod
@@ -197,16 +199,20 @@ class BaseTopicModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEsti
     def _transform(self, X):
         """Document-topic proportions of validated CSR counts."""
 
+    def _relocate(self, device):
+        """Move fitted torch state to ``device`` (after unpickling); nothing to move here."""
+
     def _score_per_token(self, X):
         """Per-token held-out log-likelihood estimate of validated CSR counts.
 
         The cheap, deterministic default of :mod:`sktopics.model_selection`:
         left-to-right sequential Monte Carlo for mixture models, importance
-        sampling from the amortised posterior otherwise.
+        sampling from the amortised posterior otherwise, computed on the device
+        the model lives on.
         """
         from .model_selection._ais import default_score
 
-        return default_score(self._generative_view(), X)
+        return default_score(self._generative_view(), X, device=self.device_)
 
     @abstractmethod
     def _generative_view(self):

@@ -4,7 +4,9 @@ Every estimator's ``_generative_view()`` returns a :class:`GenerativeView` made 
 prior over per-document topic proportions and a likelihood of the words given those
 proportions. The evaluation code (:mod:`sktopics.model_selection`) consumes only this
 object, so it needs no per-estimator code. All arrays are CPU numpy; the ``torch``
-methods take tensors on whatever device the caller works on.
+methods take tensors on whatever device the caller works on, and convert each array
+once per device and dtype (a :class:`~sktopics.utils._torch.TensorCache`), not once
+per call: the evaluation engines call them in hot loops.
 
 This module is maths only: it imports numpy and torch, never scikit-learn or skorch.
 
@@ -23,8 +25,9 @@ in this order, and uses the first one present:
    ``theta @ phi`` with ``theta ~ Dirichlet(alpha)``: z-space AIS (theta collapsed),
    left-to-right, ratio-AIS on the geometric and convex paths, iteration-AIS.
 3. Otherwise the continuous engine, which needs:
-   ``prior.log_prob_h(h)`` and ``prior.sample_h(n, generator, device, dtype)`` for a
-   logistic-normal prior on ``h`` (``theta = softmax(h)``), or ``prior.alpha``
+   ``prior.log_prob_h(h)``, ``prior.sample_h(n, generator, device, dtype)`` and
+   ``prior.gaussian(device, dtype) -> (mean, var)`` for a diagonal logistic-normal
+   prior on ``h`` (``theta = softmax(h)``), or ``prior.alpha``
    (Dirichlet; then the engine works on ``h`` with the log-Jacobian added);
    ``likelihood.log_prob(x, theta)`` differentiable in ``theta`` (torch autograd),
    returning ``(...,)`` for counts ``x`` ``(..., V)`` and ``theta`` ``(..., K)``,
@@ -44,6 +47,8 @@ from typing import Callable, Optional
 
 import numpy as np
 import torch
+
+from .utils._torch import TensorCache
 
 __all__ = [
     "DirichletPrior",
@@ -110,8 +115,11 @@ class DirichletPrior:
     def n_topics(self):
         return self.alpha.shape[0]
 
+    _tensors: TensorCache = field(default_factory=TensorCache, init=False, repr=False,
+                                  compare=False)
+
     def sample_theta(self, n, generator=None, device="cpu"):
-        alpha = torch.as_tensor(self.alpha, dtype=torch.float64, device=device)
+        alpha = self._tensors.get("alpha", self.alpha, device, torch.float64)
         gamma = torch._standard_gamma(alpha.expand(n, -1).contiguous(), generator=generator)
         return gamma / gamma.sum(-1, keepdim=True)
 
@@ -123,20 +131,23 @@ class LogisticNormalPrior:
     mean: np.ndarray
     var: np.ndarray
     approximates: Optional[np.ndarray] = None  # the Dirichlet alpha it stands for
+    _tensors: TensorCache = field(default_factory=TensorCache, init=False, repr=False,
+                                  compare=False)
 
     @property
     def n_topics(self):
         return self.mean.shape[0]
 
+    def gaussian(self, device, dtype):
+        """``(mean, var)`` of the Gaussian on ``h`` as tensors on ``device``."""
+        return (self._tensors.get("mean", self.mean, device, dtype),
+                self._tensors.get("var", self.var, device, dtype))
+
     def log_prob_h(self, h):
-        mean = torch.as_tensor(self.mean, dtype=h.dtype, device=h.device)
-        var = torch.as_tensor(self.var, dtype=h.dtype, device=h.device)
-        return diagonal_gaussian_log_prob(h, mean, var)
+        return diagonal_gaussian_log_prob(h, *self.gaussian(h.device, h.dtype))
 
     def sample_h(self, n, generator=None, device="cpu", dtype=torch.float64):
-        mean = torch.as_tensor(self.mean, dtype=dtype, device=device)
-        var = torch.as_tensor(self.var, dtype=dtype, device=device)
-        return diagonal_gaussian_sample(mean, var, n, generator)
+        return diagonal_gaussian_sample(*self.gaussian(device, dtype), n, generator)
 
 
 @dataclass(frozen=True)
@@ -144,10 +155,11 @@ class MixtureLikelihood:
     """Words are drawn from the mixture ``theta @ topic_word`` (LDA, AVITM)."""
 
     topic_word: np.ndarray  # (K, V), rows sum to 1
+    _tensors: TensorCache = field(default_factory=TensorCache, init=False, repr=False,
+                                  compare=False)
 
     def word_probabilities(self, theta):
-        phi = torch.as_tensor(self.topic_word, dtype=theta.dtype, device=theta.device)
-        return theta @ phi
+        return theta @ self._tensors.get("topic_word", self.topic_word, theta.device, theta.dtype)
 
     def log_prob(self, x, theta, include_coefficient=False):
         """log p(x | theta) for counts ``x`` (..., V) and proportions ``theta`` (..., K)."""
@@ -168,13 +180,15 @@ class ProductOfExpertsLikelihood:
     bn_var: np.ndarray  # (V,)
     bn_bias: np.ndarray  # (V,)
     bn_eps: float
+    _tensors: TensorCache = field(default_factory=TensorCache, init=False, repr=False,
+                                  compare=False)
 
     def logits(self, theta):
-        def t(a):
-            return torch.as_tensor(a, dtype=theta.dtype, device=theta.device)
+        def t(name):
+            return self._tensors.get(name, getattr(self, name), theta.device, theta.dtype)
 
-        scale = torch.rsqrt(t(self.bn_var) + self.bn_eps)
-        return (theta @ t(self.beta) - t(self.bn_mean)) * scale + t(self.bn_bias)
+        scale = torch.rsqrt(t("bn_var") + self.bn_eps)
+        return (theta @ t("beta") - t("bn_mean")) * scale + t("bn_bias")
 
     def word_probabilities(self, theta):
         return torch.softmax(self.logits(theta), dim=-1)

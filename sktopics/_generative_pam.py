@@ -40,8 +40,10 @@ from ._generative import (
     sequence_log_likelihood,
 )
 from .pam import PAMStructure
+from .utils._torch import TensorCache
 
 __all__ = [
+    "EdgeLayout",
     "pam_level_alphas",
     "pam_laplace_prior",
     "PAMLogisticNormalPrior",
@@ -132,38 +134,50 @@ def pam_laplace_prior(structure, alphas):
     return means, variances
 
 
-def _flat_index(structure):
-    """Per level: the flat (row-major) indices of the unmasked edges."""
-    return [np.flatnonzero(mask.ravel()) for mask in structure.masks]
+class EdgeLayout:
+    """Where a DAG's edges sit in the flat latent, as tensors cached per device.
 
+    Per level: ``index`` holds the flat (row-major) positions of the unmasked
+    edges in the level's ``(P, C)`` block, ``mask`` the block's boolean mask.
+    """
 
-def _unflatten(structure, h, fill):
-    """Flat latent (..., L) -> list of (..., P, C) blocks, ``fill`` on masked edges."""
-    blocks, start = [], 0
-    for mask, index in zip(structure.masks, _flat_index(structure)):
-        n = index.size
-        block = h.new_full(h.shape[:-1] + (mask.size,), fill)
-        block[..., torch.as_tensor(index, device=h.device)] = h[..., start:start + n]
-        blocks.append(block.reshape(h.shape[:-1] + mask.shape))
-        start += n
-    return blocks
+    def __init__(self, structure):
+        self.structure = structure
+        self._tensors = TensorCache()
 
+    def index(self, level, device):
+        mask = self.structure.masks[level]
+        return self._tensors.get(("index", level), np.flatnonzero(mask.ravel()), device,
+                                 torch.int64)
 
-def _flatten(structure, blocks):
-    parts = []
-    for mask, index, block in zip(structure.masks, _flat_index(structure), blocks):
-        flat = block.reshape(block.shape[:-2] + (mask.size,))
-        parts.append(flat[..., torch.as_tensor(index, device=block.device)])
-    return torch.cat(parts, dim=-1)
+    def mask(self, level, device):
+        return self._tensors.get(("mask", level), self.structure.masks[level], device,
+                                 torch.bool)
 
+    def unflatten(self, h, fill):
+        """Flat latent (..., L) -> list of (..., P, C) blocks, ``fill`` on masked edges."""
+        blocks, start = [], 0
+        for level, mask in enumerate(self.structure.masks):
+            index = self.index(level, h.device)
+            n = index.shape[0]
+            block = h.new_full(h.shape[:-1] + (mask.size,), fill)
+            block[..., index] = h[..., start:start + n]
+            blocks.append(block.reshape(h.shape[:-1] + mask.shape))
+            start += n
+        return blocks
 
-def node_softmax(structure, blocks_h):
-    """Per-node softmax of (…, P, C) logits over unmasked children (0 on masked)."""
-    probs = []
-    for mask, block in zip(structure.masks, blocks_h):
-        keep = torch.tensor(mask, device=block.device)
-        probs.append(torch.softmax(block.masked_fill(~keep, float("-inf")), dim=-1))
-    return probs
+    def flatten(self, blocks):
+        parts = []
+        for level, (mask, block) in enumerate(zip(self.structure.masks, blocks)):
+            flat = block.reshape(block.shape[:-2] + (mask.size,))
+            parts.append(flat.index_select(-1, self.index(level, block.device)))
+        return torch.cat(parts, dim=-1)
+
+    def node_softmax(self, blocks_h):
+        """Per-node softmax of (…, P, C) logits over unmasked children (0 on masked)."""
+        return [torch.softmax(block.masked_fill(~self.mask(level, block.device), float("-inf")),
+                              dim=-1)
+                for level, block in enumerate(blocks_h)]
 
 
 def leaf_mixture(node_probs):
@@ -191,6 +205,11 @@ class PAMLogisticNormalPrior:
     means: tuple
     variances: tuple
     approximates: Optional[tuple] = None
+    _tensors: TensorCache = field(default_factory=TensorCache, init=False, repr=False,
+                                  compare=False)
+
+    def __post_init__(self):
+        object.__setattr__(self, "_layout", EdgeLayout(self.structure))
 
     @property
     def latent_dim(self):
@@ -198,24 +217,25 @@ class PAMLogisticNormalPrior:
 
     n_topics = latent_dim  # the dimension of the flat latent, as for the other priors
 
-    def _flat(self, arrays, dtype, device):
-        flat = np.concatenate([a.ravel()[i] for a, i in zip(arrays, _flat_index(self.structure))])
-        return torch.as_tensor(flat, dtype=dtype, device=device)
+    def _flat(self, name, dtype, device):
+        arrays = getattr(self, name)
+        masks = self.structure.masks
+        flat = np.concatenate([a[m] for a, m in zip(arrays, masks)])  # row-major: edge order
+        return self._tensors.get(name, flat, device, dtype)
+
+    def gaussian(self, device, dtype):
+        """``(mean, var)`` of the flat latent's Gaussian as tensors on ``device``."""
+        return self._flat("means", dtype, device), self._flat("variances", dtype, device)
 
     def log_prob_h(self, h):
-        mean = self._flat(self.means, h.dtype, h.device)
-        var = self._flat(self.variances, h.dtype, h.device)
-        return diagonal_gaussian_log_prob(h, mean, var)
+        return diagonal_gaussian_log_prob(h, *self.gaussian(h.device, h.dtype))
 
     def sample_h(self, n, generator=None, device="cpu", dtype=torch.float64):
-        mean = self._flat(self.means, dtype, device)
-        var = self._flat(self.variances, dtype, device)
-        return diagonal_gaussian_sample(mean, var, n, generator)
+        return diagonal_gaussian_sample(*self.gaussian(device, dtype), n, generator)
 
     def to_theta(self, h):
         """Flat latent -> flat per-node proportions (softmax within each node)."""
-        blocks = node_softmax(self.structure, _unflatten(self.structure, h, 0.0))
-        return _flatten(self.structure, blocks)
+        return self._layout.flatten(self._layout.node_softmax(self._layout.unflatten(h, 0.0)))
 
 
 @dataclass(frozen=True, eq=False)
@@ -228,16 +248,21 @@ class PAMMixtureLikelihood:
 
     topic_word: np.ndarray  # (n_leaf_topics, V), rows sum to 1
     structure: PAMStructure
+    _tensors: TensorCache = field(default_factory=TensorCache, init=False, repr=False,
+                                  compare=False)
+
+    def __post_init__(self):
+        object.__setattr__(self, "_layout", EdgeLayout(self.structure))
 
     def node_probs(self, theta):
         """Flat theta (..., L) -> list of per-level (..., P, C) node distributions."""
-        return _unflatten(self.structure, theta, 0.0)
+        return self._layout.unflatten(theta, 0.0)
 
     def leaf_proportions(self, theta):
         return leaf_mixture(self.node_probs(theta))
 
     def word_probabilities(self, theta):
-        phi = torch.as_tensor(self.topic_word, dtype=theta.dtype, device=theta.device)
+        phi = self._tensors.get("topic_word", self.topic_word, theta.device, theta.dtype)
         return self.leaf_proportions(theta) @ phi
 
     def log_prob(self, x, theta, include_coefficient=False):
@@ -246,8 +271,8 @@ class PAMMixtureLikelihood:
         return sequence_log_likelihood(x, log_p, include_coefficient)
 
     def log_prob_h(self, x, h, include_coefficient=False):
-        blocks = node_softmax(self.structure, _unflatten(self.structure, h, 0.0))
-        theta = _flatten(self.structure, blocks)
+        layout = self._layout
+        theta = layout.flatten(layout.node_softmax(layout.unflatten(h, 0.0)))
         return self.log_prob(x, theta, include_coefficient)
 
 

@@ -4,16 +4,27 @@ Each estimator module adds one entry to ``FAST_PARAMS``; ``tests/test_common.py`
 scikit-learn's ``parametrize_with_checks`` on all of them.
 """
 
+import os
+
 from sktopics import AVITM, PAMVI, LDAGibbs, MoLDA, ProdLDA
 
-_NEURAL_FAST = dict(n_components=3, max_iter=2, batch_size=8, hidden_sizes=(8, 8), device="cpu")
+#: The device the suite's estimators are fitted on: the CPU, unless
+#: ``SKTOPICS_TEST_DEVICE`` says otherwise. The GPU kit (``benchmarks/gpu_check.py``)
+#: runs the whole suite with ``SKTOPICS_TEST_DEVICE=auto``, i.e. on CUDA when present.
+#: Tests that are about the CPU itself (exact values, CPU-only errors) say "cpu".
+TEST_DEVICE = os.environ.get("SKTOPICS_TEST_DEVICE", "cpu")
+
+_NEURAL_FAST = dict(n_components=3, max_iter=2, batch_size=8, hidden_sizes=(8, 8),
+                    device=TEST_DEVICE)
 
 FAST_PARAMS = {
     AVITM: _NEURAL_FAST,
     ProdLDA: _NEURAL_FAST,
-    LDAGibbs: dict(n_components=3, max_iter=5, transform_max_iter=10, device="cpu"),
-    PAMVI: dict(structure=(2, 3), max_iter=2, batch_size=8, hidden_sizes=(8, 8), device="cpu"),
-    MoLDA: dict(components=(2, 3), max_iter=2, batch_size=8, hidden_sizes=(8, 8), device="cpu"),
+    LDAGibbs: dict(n_components=3, max_iter=5, transform_max_iter=10, device=TEST_DEVICE),
+    PAMVI: dict(structure=(2, 3), max_iter=2, batch_size=8, hidden_sizes=(8, 8),
+                device=TEST_DEVICE),
+    MoLDA: dict(components=(2, 3), max_iter=2, batch_size=8, hidden_sizes=(8, 8),
+                device=TEST_DEVICE),
 }
 
 #: {estimator class: {check name: reason}}

@@ -12,7 +12,9 @@ from sklearn.utils._param_validation import InvalidParameterError
 from sktopics import LDAGibbs
 from sktopics.datasets import make_lda_corpus
 
-FAST = dict(device="cpu", random_state=0)
+from ._instances import TEST_DEVICE
+
+FAST = dict(device=TEST_DEVICE, random_state=0)
 
 
 def _match(true_phi, est_phi):
@@ -112,8 +114,13 @@ def test_alpha_optimisation_moves_towards_asymmetric_alpha():
     X, phi, _ = make_lda_corpus(n_samples=500, n_features=80, n_components=3,
                                 doc_topic_prior=alpha_true, topic_word_prior=0.05,
                                 doc_length=80, random_state=2)
-    model = LDAGibbs(n_components=3, max_iter=60, burn_in=10, optimize_interval=10,
-                     doc_topic_prior=0.3, **FAST).fit(X)
+    # One chain in five (26 of 120 seeds) ends in a local optimum that does not recover
+    # the rare topic, always at a lower joint likelihood (at most -103,587 against at
+    # least -103,502): keep the likeliest of five chains, as a user would.
+    chains = [LDAGibbs(n_components=3, max_iter=60, burn_in=10, optimize_interval=10,
+                       doc_topic_prior=0.3, **{**FAST, "random_state": seed}).fit(X)
+              for seed in range(5)]
+    model = max(chains, key=lambda m: m.log_likelihood_trace_[-1])
     perm, _ = _match(phi, model.components_)
     learned = model.doc_topic_prior_[perm]
     assert np.all(np.diff(learned) < 0), learned

@@ -10,7 +10,9 @@ from sklearn.base import clone
 from sktopics import MoLDA
 from sktopics.datasets import make_lda_corpus
 
-FAST = dict(max_iter=3, batch_size=16, hidden_sizes=(16,), device="cpu", random_state=0)
+from ._instances import TEST_DEVICE
+
+FAST = dict(max_iter=3, batch_size=16, hidden_sizes=(16,), device=TEST_DEVICE, random_state=0)
 
 
 @pytest.fixture(autouse=True)

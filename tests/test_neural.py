@@ -16,9 +16,12 @@ from sklearn.pipeline import Pipeline
 
 from sktopics import AVITM, ProdLDA, top_words
 from sktopics.datasets import make_lda_corpus
+from sktopics.utils._torch import resolve_device
+
+from ._instances import TEST_DEVICE
 
 NEURAL = [AVITM, ProdLDA]
-FAST = dict(max_iter=3, batch_size=20, hidden_sizes=(16, 16), device="cpu")
+FAST = dict(max_iter=3, batch_size=20, hidden_sizes=(16, 16), device=TEST_DEVICE)
 
 
 @pytest.fixture(scope="module")
@@ -44,7 +47,7 @@ def test_shapes_and_normalisation(cls, corpus):
     assert model.components_.shape == (4, corpus.shape[1])
     assert model.n_iter_ == 3
     assert model.n_features_in_ == corpus.shape[1]
-    assert model.device_ == torch.device("cpu")
+    assert model.device_ == resolve_device(TEST_DEVICE)
     assert list(model.get_feature_names_out()) == [f"{cls.__name__.lower()}{k}" for k in range(4)]
     assert isinstance(model.components_, np.ndarray)
 

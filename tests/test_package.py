@@ -15,6 +15,8 @@ from sklearn.pipeline import make_pipeline
 import sktopics
 from sktopics import top_words
 
+from ._instances import TEST_DEVICE
+
 PACKAGE = Path(sktopics.__file__).resolve().parent
 
 #: Maths modules: torch, numpy and scipy only.
@@ -88,7 +90,7 @@ def test_top_words_from_array_pipeline_and_names():
     pipe = make_pipeline(
         CountVectorizer(),
         sktopics.ProdLDA(n_components=2, max_iter=2, batch_size=5, hidden_sizes=(4, 4),
-                         device="cpu", random_state=0),
+                         device=TEST_DEVICE, random_state=0),
     ).fit(docs)
     words = top_words(pipe, 3)
     assert {w for topic in words for w in topic} <= {"red", "green", "blue", "cat", "dog", "mouse"}

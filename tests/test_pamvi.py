@@ -18,7 +18,9 @@ from sktopics._neural._pam_modules import GainMixtureDecoder, L2Normalization
 from sktopics.datasets import make_pam_corpus
 from sktopics.pam import PAMStructure
 
-FAST = dict(max_iter=3, batch_size=16, hidden_sizes=(16,), device="cpu", random_state=0)
+from ._instances import TEST_DEVICE
+
+FAST = dict(max_iter=3, batch_size=16, hidden_sizes=(16,), device=TEST_DEVICE, random_state=0)
 
 
 @pytest.fixture(autouse=True)
@@ -269,8 +271,13 @@ def test_recovers_known_sub_topics():
         n_samples=400, n_features=40, structure=(2, 4), subtopic_prior=0.3,
         topic_word_prior=0.1, doc_length=100, random_state=1,
     )
-    model = PAMVI((2, 4), max_iter=40, batch_size=40, hidden_sizes=(32, 32), dropout=0.0,
-                  learning_rate=1e-2, device="cpu", random_state=0).fit(X)
+    # Some starts end in a local optimum that merges two sub-topics (3 seeds in 50),
+    # always at a clearly worse ELBO (training loss 290-291 against 282-283): keep the
+    # best of three starts by the loss, as a user would.
+    fits = [PAMVI((2, 4), max_iter=40, batch_size=40, hidden_sizes=(32, 32), dropout=0.0,
+                  learning_rate=1e-2, device=TEST_DEVICE, random_state=seed).fit(X)
+            for seed in range(3)]
+    model = min(fits, key=lambda m: np.mean(m.history_[-5:, "train_loss"]))
     tv = 0.5 * np.abs(model.components_[:, None, :] - phi[None]).sum(-1)
     rows, cols = linear_sum_assignment(tv)
     matched = tv[rows, cols]
@@ -384,7 +391,7 @@ def test_bn_eps_reaches_every_batch_norm():
 def test_collapse_warning_advice_depends_on_the_number_of_node_coordinates(structure, advice):
     X, _, _ = make_pam_corpus(n_samples=40, n_features=700, structure=(2, 4), random_state=0)
     model = PAMVI(structure=structure, hidden_sizes=(8, 8), max_iter=1, batch_size=20,
-                  device="cpu", random_state=0).fit(X)
+                  device=TEST_DEVICE, random_state=0).fit(X)
     model.components_ = np.tile(model.components_[:1], (structure[1], 1))
     with pytest.warns(UserWarning, match=advice):
         model._warn_if_collapsed()

@@ -9,11 +9,11 @@ import torch
 from .._base import BaseTopicModel
 from .._generative import DirichletPrior, GenerativeView, MixtureLikelihood
 from ..utils._sklearn_compat import Interval, StrOptions
-from ..utils._torch import make_generator
+from ..utils._torch import device_budget, make_generator
 from ._hyper import optimize_alpha, optimize_beta
 from ._infer import CellCorpus, infer_doc_topic
 from ._random import counter_uniform, stream_key
-from ._state import GibbsCorpus, GibbsState, default_chunk
+from ._state import GibbsCorpus, GibbsState, chunk_bounds, default_chunk
 from ._sweeps import (
     STREAMS,
     log_joint,
@@ -29,6 +29,10 @@ __all__ = ["LDAGibbs"]
 #: BBC (1 thread) the parallel sweep reaches a given perplexity far sooner at K = 50,
 #: MH about 1.7x sooner at K = 1000 (it needs ~3-5x the sweeps at ~6x the speed).
 _AUTO_MH_FROM = 500
+
+#: (documents x topics) entries per block of :meth:`LDAGibbs.transform` on the CPU (a
+#: block's sampler state is about 16 bytes an entry; GPU: ``device_budget``).
+_TRANSFORM_ELEMENTS = 1 << 24
 
 
 class LDAGibbs(BaseTopicModel):
@@ -181,7 +185,9 @@ class LDAGibbs(BaseTopicModel):
     The documents of one call share their random numbers (common random
     numbers): each document's estimate comes from an exact chain, but the
     Monte Carlo errors of different documents are correlated, and a document's
-    result depends on the other rows of ``X``.
+    result depends on the other rows of ``X``. Memory is bounded: documents
+    are processed in blocks of about 16 million (document, topic) entries on
+    the CPU (more on a GPU).
 
     ``score`` estimates the held-out log-likelihood per token,
     ``sum_d log p(w_d | components_, doc_topic_prior_) / n_tokens``, with the
@@ -344,7 +350,7 @@ class LDAGibbs(BaseTopicModel):
 
         sample_sweeps = self._sample_sweeps(start, n_sweeps)
         phi_sum = torch.zeros((K, n_features), dtype=torch.float64, device=device)
-        theta_sum = torch.zeros((corpus.n_docs, K), dtype=torch.float64, device=device)
+        doc_topic = np.zeros((corpus.n_docs, K))  # the result, summed in place on the host
         n_kept = 0
         trace = list(getattr(self, "log_likelihood_trace_", [])) if warm else []
         trace_sweeps = list(getattr(self, "log_likelihood_sweeps_", [])) if warm else []
@@ -367,7 +373,7 @@ class LDAGibbs(BaseTopicModel):
                 beta = optimize_beta(state.n_wk, state.n_k, beta)
             if sweep in sample_sweeps:
                 phi_sum += state.topic_word(beta)
-                theta_sum += state.doc_topic(alpha)
+                state.add_doc_topic(alpha, doc_topic)
                 n_kept += 1
             if self.snapshot_interval is not None and sweep % self.snapshot_interval == 0:
                 snapshots.append(
@@ -391,7 +397,8 @@ class LDAGibbs(BaseTopicModel):
 
         phi = (phi_sum / n_kept).cpu().numpy()
         self.components_ = phi / phi.sum(1, keepdims=True)
-        self.doc_topic_ = (theta_sum / n_kept).cpu().numpy()
+        doc_topic /= n_kept
+        self.doc_topic_ = doc_topic
         self.doc_topic_prior_ = np.asarray(alpha, dtype=np.float64).copy()
         self.topic_word_prior_ = float(beta)
         self.log_likelihood_trace_ = np.asarray(trace, dtype=np.float64)
@@ -435,15 +442,20 @@ class LDAGibbs(BaseTopicModel):
     # --------------------------------------------------------------- inference
     def _transform(self, X):
         device = self.device_
-        cells = CellCorpus(X, device)
         word_topic = torch.as_tensor(self.components_.T, dtype=torch.float32,
                                      device=device).contiguous()
         alpha = torch.as_tensor(self.doc_topic_prior_, dtype=torch.float64)
         seed = getattr(self, "_transform_seed", 0)
         generator = make_generator(seed, device)
         n_iter = self.transform_max_iter
-        theta = infer_doc_topic(cells, word_topic, alpha, n_iter, n_iter // 2, generator)
-        return theta.cpu().numpy()
+        # Documents in blocks: the sampler's state is a few (documents, K) tables.
+        rows = max(1, device_budget(device, _TRANSFORM_ELEMENTS) // self.n_components)
+        doc_topic = np.empty((X.shape[0], self.n_components))
+        for start, stop in chunk_bounds(X.shape[0], rows):
+            cells = CellCorpus(X[start:stop], device)
+            theta = infer_doc_topic(cells, word_topic, alpha, n_iter, n_iter // 2, generator)
+            doc_topic[start:stop] = theta.cpu().numpy()
+        return doc_topic
 
     def _generative_view(self):
         return GenerativeView(

@@ -140,8 +140,16 @@ class GibbsState:
         n_kw = self.n_wk.to(torch.float64).T
         return (n_kw + beta) / (self.n_k.to(torch.float64)[:, None] + V * beta)
 
-    def doc_topic(self, alpha):
-        """Smoothed ``theta = (n_dk + alpha) / (n_d + sum(alpha))`` as float64 (D, K)."""
+    def add_doc_topic(self, alpha, out, chunk=1 << 20):
+        """Add the smoothed ``theta = (n_dk + alpha) / (n_d + sum(alpha))`` to ``out``.
+
+        ``out`` is a host float64 ``(D, K)`` array (the estimator's ``doc_topic_``
+        in the making). Rows are converted a block of about ``chunk`` entries at a
+        time, so no ``(D, K)`` float64 temporary exists on the device.
+        """
         alpha = torch.as_tensor(alpha, dtype=torch.float64, device=self.n_dk.device)
-        n_dk = self.n_dk.to(torch.float64) + alpha
-        return n_dk / n_dk.sum(1, keepdim=True)
+        rows = max(1, chunk // self.n_components)
+        for start, stop in chunk_bounds(self.corpus.n_docs, rows):
+            theta = self.n_dk[start:stop].to(torch.float64).add_(alpha)
+            theta /= theta.sum(1, keepdim=True)
+            out[start:stop] += theta.cpu().numpy()

@@ -173,7 +173,8 @@ def parallel_sweep(state, alpha, beta, seed, sweep, chunk):
 
 
 # --------------------------------------------------------------------------- MH
-def mh_chunk(doc, word, z_old, z_cur, frozen, tables, alpha, alpha_cum, beta, uniforms):
+def mh_chunk(doc, word, z_old, z_cur, frozen, tables, alpha, alpha_cum, beta, uniforms,
+             dense_prior=None):
     """Metropolis-Hastings cycles (word proposal, then doc proposal) for tokens.
 
     Parameters
@@ -191,6 +192,11 @@ def mh_chunk(doc, word, z_old, z_cur, frozen, tables, alpha, alpha_cum, beta, un
     alpha : float32 (K,); alpha_cum : float32 (K,) cumulative sums; beta : float
     uniforms : list of (u_word, u_word_accept, u_doc, u_doc_accept) float32 (C,)
         One tuple per MH cycle.
+    dense_prior : bool or None
+        How the doc proposal's rare prior branch is drawn: for the tokens that
+        take it only (``False``, the CPU default), or for every token and then
+        selected (``True``, the GPU default: selecting the subset would need a
+        host-device synchronisation). Both give the same topics.
 
     Returns
     -------
@@ -198,6 +204,8 @@ def mh_chunk(doc, word, z_old, z_cur, frozen, tables, alpha, alpha_cum, beta, un
     """
     z_by_word, word_start, word_length, z_by_doc, doc_start, doc_length = frozen
     n_dk, n_wk, n_k = tables
+    if dense_prior is None:
+        dense_prior = doc.device.type != "cpu"
     K = n_dk.shape[1]
     V = n_wk.shape[0]
     n_tokens = z_by_word.shape[0]
@@ -247,12 +255,16 @@ def mh_chunk(doc, word, z_old, z_cur, frozen, tables, alpha, alpha_cum, beta, un
         from_token = x < nd
         pos = (_take(doc_start, d64) + x.to(torch.int64)).clamp_(max=n_tokens - 1)
         t_token = _take(z_by_doc, pos).to(torch.int64)
-        # Prior branch (rare for long documents): draw k ∝ alpha_k on that subset.
-        t = t_token
-        prior = (~from_token).nonzero().squeeze(1)
-        if prior.numel():
-            t_prior = torch.searchsorted(alpha_cum, _take(x - nd, prior), right=True)
-            t = t.index_copy(0, prior, t_prior.clamp_(0, K - 1))
+        # Prior branch (rare for long documents): draw k ∝ alpha_k.
+        if dense_prior:
+            t_prior = torch.searchsorted(alpha_cum, x - nd, right=True).clamp_(0, K - 1)
+            t = torch.where(from_token, t_token, t_prior)
+        else:
+            t = t_token
+            prior = (~from_token).nonzero().squeeze(1)
+            if prior.numel():
+                t_prior = torch.searchsorted(alpha_cum, _take(x - nd, prior), right=True)
+                t = t.index_copy(0, prior, t_prior.clamp_(0, K - 1))
         pi_t, cd_t, cw_t = terms(t)
         ratio = pi_t * (cd_s + _take(alpha, s)) / (pi_s * (cd_t + _take(alpha, t)))
         accept = a_d < ratio

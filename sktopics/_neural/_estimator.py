@@ -1,5 +1,5 @@
 """Shared plumbing of the neural topic models (AVITM, ProdLDA): the skorch net,
-batch-norm freezing, transform, score and the generative view."""
+batch-norm freezing, device placement, transform, score and the generative view."""
 
 import warnings
 from numbers import Integral, Real
@@ -11,7 +11,7 @@ from skorch.helper import predefined_split
 from .._base import BaseTopicModel
 from .._generative import GenerativeView, LogisticNormalPrior, laplace_logistic_normal
 from ..utils._sklearn_compat import Interval, StrOptions
-from ..utils._torch import make_generator, rng_scope
+from ..utils._torch import FrozenModule, evaluation_mode, make_generator, rng_scope
 from ._data import CSRBatchIterator, CSRDataset
 from ._modules import ACTIVATIONS, InferenceNetwork, TFBatchNorm, TopicVAE
 from ._net import EpochMonitor, TopicNet
@@ -77,6 +77,8 @@ class NeuralTopicModel(BaseTopicModel):
             if not (warm and hasattr(self, "net_")):
                 self.net_ = self._build_net(X.shape[1])
                 self.net_.initialize()
+            else:
+                self._relocate(self.device_)  # the device parameter may have changed
             net = self.net_
             _set_frozen_batch_norm(net.module_, False)
             self._configure_module(net.module_, n_train_documents=train.shape[0])
@@ -170,7 +172,7 @@ class NeuralTopicModel(BaseTopicModel):
             iterator_train__device=self.device_,
             iterator_valid=CSRBatchIterator,
             iterator_valid__sampling="sequential",
-            iterator_valid__batch_size=-1,
+            iterator_valid__batch_size=_INFERENCE_BATCH,
             iterator_valid__device=self.device_,
             callbacks=callbacks,
             warm_start=True,
@@ -200,6 +202,25 @@ class NeuralTopicModel(BaseTopicModel):
             for norm in norms:
                 norm.stop_accumulating()
 
+    def _relocate(self, device):
+        """Move the net (module, optimiser state, iterators) to ``device``.
+
+        The parameters keep their identity (``Module.to`` moves them in place), so
+        the optimiser still holds them; reloading its own state dict casts the
+        state to the parameters' device following torch's policy (fused Adam keeps
+        its step counters there too).
+        """
+        net = getattr(self, "net_", None)
+        if net is None:
+            return
+        net.module_.to(device)
+        optimizer = getattr(net, "optimizer_", None)
+        if optimizer is not None:
+            optimizer.load_state_dict(optimizer.state_dict())
+        net.device = device
+        net.iterator_train__device = device
+        net.iterator_valid__device = device
+
     # --------------------------------------------------------------- inference
     def _batches(self, X):
         iterator = CSRBatchIterator(
@@ -211,15 +232,9 @@ class NeuralTopicModel(BaseTopicModel):
     def _device(self):
         return getattr(self, "device_", torch.device("cpu"))
 
-    def _module(self):
-        module = self.net_.module_
-        module.eval()
-        return module
-
     def _transform(self, X):
-        module = self._module()
         parts = []
-        with torch.no_grad():
+        with torch.no_grad(), evaluation_mode(self.net_.module_) as module:
             for batch in self._batches(X.astype(np.float32)):
                 mu, _ = module.encoder(batch)
                 parts.append(torch.softmax(mu.double(), dim=-1).cpu().numpy())
@@ -237,7 +252,7 @@ class NeuralTopicModel(BaseTopicModel):
             prior=LogisticNormalPrior(mean, var, approximates=self.doc_topic_prior_.copy()),
             likelihood=self._likelihood(),
             n_features=self.n_features_in_,
-            proposal=EncoderProposal(self._module().encoder),
+            proposal=EncoderProposal(self.net_.module_.encoder),
         )
 
     # ------------------------------------------------------------- reporting
@@ -266,16 +281,24 @@ class NeuralTopicModel(BaseTopicModel):
 
 
 class EncoderProposal:
-    """The amortised posterior q(h | x) of a fitted encoder, as ``x -> (loc, scale)``."""
+    """The amortised posterior q(h | x) of a fitted encoder, as ``x -> (loc, scale)``.
+
+    Holds a frozen copy of the encoder (:class:`~sktopics.utils._torch.FrozenModule`),
+    so that evaluating on any device never moves or switches the estimator's own.
+    """
 
     def __init__(self, encoder):
-        self.encoder = encoder
+        self.encoder = FrozenModule(encoder)
 
     def __call__(self, x):
-        encoder = self.encoder.to(x.device)
         with torch.no_grad():
-            mu, logvar = encoder(x.to(torch.float32))
-        return mu.to(x.dtype), torch.exp(0.5 * logvar).to(x.dtype)
+            mu, logvar = self.encoder.on(x.device)(x.to(torch.float32))
+        loc, scale = self._flat(mu, logvar)
+        return loc.to(x.dtype), scale.to(x.dtype)
+
+    def _flat(self, mu, logvar):
+        """The encoder's output as the view's flat ``(loc, scale)``."""
+        return mu, torch.exp(0.5 * logvar)
 
 
 def _set_frozen_batch_norm(module, frozen):

@@ -8,6 +8,7 @@ these as ``net_`` (composition), which keeps skorch's parameters out of
 import math
 import time
 
+import torch
 from skorch import NeuralNet
 from skorch.callbacks import Callback
 
@@ -17,10 +18,42 @@ __all__ = ["TopicNet", "EpochMonitor", "module_negative_elbo"]
 
 
 class TopicNet(NeuralNet):
-    """skorch net whose loss is the negative ELBO, averaged over the batch."""
+    """skorch net whose loss is the negative ELBO, averaged over the batch.
+
+    Two departures from :class:`skorch.NeuralNet`:
+
+    * an epoch reads its batch losses back from the device once, at its end,
+      instead of once per batch (a host-device synchronisation per batch would
+      stall a GPU's queue);
+    * pickles are device-neutral: the tensors load on the CPU, and the owning
+      estimator moves them to a device the loading machine has.
+    """
 
     def get_loss(self, y_pred, y_true, X=None, training=False):
         return module_negative_elbo(self.module_, X, y_pred).mean()
+
+    def run_single_epoch(self, iterator, training, prefix, step_fn, **fit_params):
+        if iterator is None:
+            return
+        losses = []
+        for batch in iterator:
+            self.notify("on_batch_begin", batch=batch, training=training)
+            step = step_fn(batch, **fit_params)
+            losses.append(step["loss"].detach())
+            self.history.record_batch(prefix + "_batch_size", len(batch[0]))
+            self.notify("on_batch_end", batch=batch, training=training, **step)
+        batches = self.history[-1]["batches"][-len(losses):] if losses else []
+        for row, value in zip(batches, torch.stack(losses).tolist() if losses else []):
+            row[prefix + "_loss"] = value
+        self.history.record(prefix + "_batch_count", len(losses))
+
+    def __getstate__(self):
+        state = super().__getstate__()
+        state["device"] = "cpu"  # skorch then maps every tensor to the CPU on load
+        for key in ("iterator_train__device", "iterator_valid__device"):
+            if key in state:
+                state[key] = "cpu"
+        return state
 
 
 def module_negative_elbo(module, x, y_pred):
@@ -42,7 +75,8 @@ class EpochMonitor(Callback):
 
     Records ``train_loss`` (and ``valid_loss``) per epoch as the document-weighted
     mean of the batch losses, and ``dur`` in seconds; prints a line per epoch when
-    ``verbose``; raises ``FloatingPointError`` as soon as a loss is not finite;
+    ``verbose``; raises ``FloatingPointError`` at the end of an epoch in which a
+    loss was not finite;
     stops training (early stopping) when ``valid_loss`` has not improved by ``tol``
     for ``n_iter_no_change`` epochs.
     """
@@ -61,15 +95,6 @@ class EpochMonitor(Callback):
     def on_epoch_begin(self, net, **kwargs):
         self._epoch_start = time.perf_counter()
 
-    def on_batch_end(self, net, batch=None, training=None, loss=None, **kwargs):
-        value = float(loss.item())
-        if not math.isfinite(value):
-            raise FloatingPointError(
-                f"{self.estimator_name}: the training loss became {value} in epoch "
-                f"{len(net.history)}. Lower learning_rate, enable clip_grad_norm or check "
-                "the input counts."
-            )
-
     def on_epoch_end(self, net, **kwargs):
         row = net.history[-1]
         duration = time.perf_counter() - self._epoch_start
@@ -78,6 +103,13 @@ class EpochMonitor(Callback):
             batches = row["batches"]
             losses = [b[f"{prefix}_loss"] for b in batches if f"{prefix}_loss" in b]
             sizes = [b[f"{prefix}_batch_size"] for b in batches if f"{prefix}_loss" in b]
+            if not all(math.isfinite(loss) for loss in losses):
+                raise FloatingPointError(
+                    f"{self.estimator_name}: the {prefix} loss became "
+                    f"{next(v for v in losses if not math.isfinite(v))} in epoch "
+                    f"{len(net.history)}. Lower learning_rate, enable clip_grad_norm or "
+                    "check the input counts."
+                )
             if losses:
                 mean = sum(loss * size for loss, size in zip(losses, sizes)) / sum(sizes)
                 net.history.record(f"{prefix}_loss", mean)

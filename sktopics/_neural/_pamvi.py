@@ -13,6 +13,7 @@ import numpy as np
 import torch
 
 from .._generative_pam import (
+    EdgeLayout,
     PAMGenerativeView,
     PAMLogisticNormalPrior,
     PAMMixtureLikelihood,
@@ -22,8 +23,9 @@ from .._generative_pam import (
 from ..pam import PAMStructure
 from ..utils._docstring import fill_doc
 from ..utils._sklearn_compat import Interval, StrOptions, check_is_fitted
+from ..utils._torch import evaluation_mode
 from ._docs import COUNT_POLICY, ENCODER_AND_TRAINING
-from ._estimator import NeuralTopicModel
+from ._estimator import EncoderProposal, NeuralTopicModel
 from ._pam_modules import LOGVAR_NORMS, PAMVAE, GainMixtureDecoder, StructuredEncoder
 
 __all__ = ["PAMVI", "PAMTopicModel"]
@@ -170,8 +172,7 @@ class PAMTopicModel(NeuralTopicModel):
     # --------------------------------------------------------------- inference
     def _iter_levels(self, X):
         """Yield, per batch, the node distributions and level marginals (numpy)."""
-        module = self._module()
-        with torch.no_grad():
+        with torch.no_grad(), evaluation_mode(self.net_.module_) as module:
             for batch in self._batches(X.astype(np.float32)):
                 probs = module.mean_node_probs(batch)
                 probs = [p.double() for p in probs]
@@ -250,7 +251,7 @@ class PAMTopicModel(NeuralTopicModel):
             ),
             likelihood=PAMMixtureLikelihood(self.components_.copy(), structure),
             n_features=self.n_features_in_,
-            proposal=PAMEncoderProposal(self._module().encoder, structure),
+            proposal=PAMEncoderProposal(self.net_.module_.encoder, structure),
         )
 
 
@@ -267,23 +268,20 @@ def initial_word_shift(X, shift_init):
     return shift - shift.mean()
 
 
-class PAMEncoderProposal:
+class PAMEncoderProposal(EncoderProposal):
     """The amortised posterior over the flat PAM latent, as ``x -> (loc, scale)``."""
 
     def __init__(self, encoder, structure):
-        self.encoder = encoder
-        self.structure = structure
+        super().__init__(encoder)
+        self.layout = EdgeLayout(structure)
 
-    def __call__(self, x):
-        encoder = self.encoder.to(x.device)
-        with torch.no_grad():
-            mus, logvars = encoder(x.to(torch.float32))
+    def _flat(self, mus, logvars):
         loc, scale = [], []
-        for mask, mu, logvar in zip(self.structure.masks, mus, logvars):
-            keep = torch.tensor(mask.ravel(), device=x.device)
-            loc.append(mu.flatten(1)[:, keep])
-            scale.append(torch.exp(0.5 * logvar).flatten(1)[:, keep])
-        return torch.cat(loc, 1).to(x.dtype), torch.cat(scale, 1).to(x.dtype)
+        for level, (mu, logvar) in enumerate(zip(mus, logvars)):
+            edges = self.layout.index(level, mu.device)
+            loc.append(mu.flatten(1).index_select(1, edges))
+            scale.append(torch.exp(0.5 * logvar).flatten(1).index_select(1, edges))
+        return torch.cat(loc, 1), torch.cat(scale, 1)
 
 
 _PAM_FITTED_ATTRIBUTES = """

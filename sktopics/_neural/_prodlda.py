@@ -195,7 +195,7 @@ class ProdLDA(NeuralTopicModel):
         return torch.softmax(beta, dim=-1).numpy()
 
     def _likelihood(self):
-        decoder = self._module().decoder
+        decoder = self.net_.module_.decoder
         return ProductOfExpertsLikelihood(
             beta=self.beta_.copy(),
             bn_mean=decoder.bn.running_mean.double().cpu().numpy(),

@@ -37,14 +37,18 @@ import torch
 
 from .._generative import DirichletPrior, GenerativeView, MixtureLikelihood
 from ..utils._sklearn_compat import Interval, StrOptions, validate_params
-from ..utils._torch import resolve_device
+from ..utils._torch import device_budget, resolve_device
 from ._results import HeldOutLikelihood
 
 __all__ = ["ais_log_likelihood", "default_score", "generative_view"]
 
 _M32 = 0xFFFFFFFF
 _TWO32 = float(2**32)
-_MAX_ELEMENTS = 1 << 22  # rows x positions x topics per batch
+_MAX_ELEMENTS = 1 << 22  # rows x positions x topics per batch on the CPU (GPU: device_budget)
+#: Marsaglia-Tsang attempts drawn at once per Gamma variate. Each is accepted with
+#: probability above 0.95, so on a GPU 16 attempts leave nothing for the loop that
+#: would need a host synchronisation to see that nothing is left (CPU: cheaper).
+_GAMMA_TRIES = {"cpu": 3, "cuda": 16}
 
 # --------------------------------------------------------------------------- RNG
 
@@ -109,12 +113,16 @@ def _marsaglia_tsang(d, cc, elem_keys, tries):
     return ok, torch.log(d) + torch.log(v_pos)
 
 
-def _log_gamma_variates(shape, keys, *counters, n_tries=3):
+def _log_gamma_variates(shape, keys, *counters, n_tries=None):
     """log of Gamma(shape, 1) variates (Marsaglia & Tsang), shape (B, K), keys (B, 1).
 
     Exact: attempts continue (for the few rejected elements only) until accepted.
+    Attempt ``t`` of an element is a function of its key and ``t``, so the result
+    does not depend on ``n_tries``, the attempts made in the first round.
     """
     device = shape.device
+    if n_tries is None:
+        n_tries = _GAMMA_TRIES.get(device.type, _GAMMA_TRIES["cuda"])
     n_topics = shape.shape[-1]
     boost = shape < 1
     a = torch.where(boost, shape + 1.0, shape)
@@ -267,17 +275,16 @@ def _expand_tokens(X, rows):
     return tokens, mask, lengths
 
 
-def _batches(lengths, n_rows_per_doc, n_topics, max_elements=None, min_fill=0.0,
-             row_elements=0):
+def _batches(lengths, n_rows_per_doc, n_topics, device, min_fill=0.0, row_elements=0):
     """Document batches in decreasing length (rows of a batch are length-sorted).
 
-    A batch holds at most ``max_elements`` rows x (positions x topics +
-    ``row_elements``); with
+    A batch holds at most ``device_budget(device, _MAX_ELEMENTS)`` rows x
+    (positions x topics + ``row_elements``); with
     ``min_fill > 0`` a new batch also starts when a document is shorter than
     ``min_fill`` times the batch's longest one (bounds the padding of kernels that
     work on all positions at once).
     """
-    max_elements = _MAX_ELEMENTS if max_elements is None else max_elements
+    max_elements = device_budget(device, _MAX_ELEMENTS)
     order = np.argsort(-lengths, kind="stable")
     order = order[lengths[order] > 0]
     batches, start = [], 0
@@ -294,7 +301,7 @@ def _batches(lengths, n_rows_per_doc, n_topics, max_elements=None, min_fill=0.0,
     return batches
 
 
-def _kernel_batches(lengths, n_chains, n_topics, kernel):
+def _kernel_batches(lengths, n_chains, n_topics, kernel, device):
     """Document batches for a z-space kernel.
 
     The collapsed sweep holds O(rows x (N + K)) state (word factors are looked up
@@ -304,8 +311,24 @@ def _kernel_batches(lengths, n_chains, n_topics, kernel):
     padding.
     """
     if kernel == "blocked":
-        return _batches(lengths, n_chains, n_topics, min_fill=0.5)
-    return _batches(lengths, n_chains, 2, row_elements=n_topics)
+        return _batches(lengths, n_chains, n_topics, device, min_fill=0.5)
+    return _batches(lengths, n_chains, 2, device, row_elements=n_topics)
+
+
+def _batch_rows(X, batch, n_chains, device):
+    """The token rows of a batch of documents (from :func:`_kernel_batches`).
+
+    Returns the tokens ``(docs, N)``, the mask of the (document, chain) rows
+    ``(docs * chains, N)``, document-major, and the number of rows holding a
+    token at each position (a host list, so that the lock-step loops need no
+    host-device synchronisation to know it).
+    """
+    tokens, mask, lengths = _expand_tokens(X, batch)
+    if np.any(lengths[1:] > lengths[:-1]):
+        raise ValueError("rows must be sorted by decreasing length")
+    n_active = (mask.sum(0) * n_chains).tolist()
+    mask_r = torch.as_tensor(mask, device=device).repeat_interleave(n_chains, 0)
+    return torch.as_tensor(tokens, device=device), mask_r, n_active
 
 
 # --------------------------------------------------------------------------- schedules
@@ -359,9 +382,10 @@ class _TokenLogPhi:
     word factor costs V' x K transcendentals per temperature, not N x K per row.
     """
 
-    def __init__(self, table, tokens):
+    def __init__(self, table, tokens, n_active):
         self.table = table.contiguous()  # (V', K) float64
         self.tokens = tokens  # (rows, N) int64 indices into table
+        self.n_active = n_active  # rows holding a token at each position (host list)
 
     @property
     def n_topics(self):
@@ -380,12 +404,20 @@ class _TokenLogPhi:
         return self.table.view(-1)[flat].masked_fill(~mask, 0.0)
 
 
-def _log_phi_rows(phi, tokens, n_chains, device):
-    """:class:`_TokenLogPhi` of documents x chains rows (document-major)."""
+def _topic_word_tensor(phi, device):
+    """A (K, V) float64 topic-word table on ``device``, made once per evaluation call."""
+    return torch.as_tensor(np.asarray(phi, dtype=np.float64), device=device)
+
+
+def _log_phi_rows(phi, tokens, n_chains, n_active):
+    """:class:`_TokenLogPhi` of documents x chains rows (document-major).
+
+    ``phi`` is the (K, V) tensor of :func:`_topic_word_tensor`; ``tokens`` and
+    ``n_active`` come from :func:`_batch_rows`.
+    """
     uniq, inverse = torch.unique(tokens, return_inverse=True)
-    phi_t = torch.as_tensor(phi, dtype=torch.float64, device=device)[:, uniq]
-    table = torch.log(phi_t.clamp_min(1e-300)).T
-    return _TokenLogPhi(table, inverse.repeat_interleave(n_chains, dim=0))
+    table = torch.log(phi[:, uniq].clamp_min(1e-300)).T
+    return _TokenLogPhi(table, inverse.repeat_interleave(n_chains, dim=0), n_active)
 
 
 def _shared_tokens(LA, LB):
@@ -394,7 +426,7 @@ def _shared_tokens(LA, LB):
         return LB
     if not torch.equal(LB.tokens, LA.tokens):
         raise ValueError("both models' token tables must index the same tokens")
-    return _TokenLogPhi(LB.table, LA.tokens)
+    return _TokenLogPhi(LB.table, LA.tokens, LA.n_active)
 
 
 class _ZPath:
@@ -411,7 +443,7 @@ class _ZPath:
     def __init__(self, kind, LA, alphaA, LB=None, alphaB=None):
         self.kind = kind
         self.LA, self.LB = LA, _shared_tokens(LA, LB)
-        self.tokens, self.tokens_t = LA.tokens, LA.tokens_t
+        self.tokens, self.tokens_t, self.n_active = LA.tokens, LA.tokens_t, LA.n_active
         self.alphaA = alphaA
         self.alphaB = alphaA if alphaB is None else alphaB
         self.same_alpha = bool(torch.equal(self.alphaA, self.alphaB))
@@ -620,12 +652,11 @@ def _draw_sequential(path, alpha, mask, keys, counters):
     """
     rows, n_max = mask.shape
     positions = torch.arange(n_max, device=mask.device)
-    n_active = mask.sum(0).tolist()
     u_t = _uniform(keys.view(1, -1), *counters, positions.view(-1, 1))  # (N, rows)
     z_t = torch.zeros(n_max, rows, dtype=torch.long, device=mask.device)
     state = alpha.expand(rows, -1).clone()
     logw = _scripted(_sequential_steps)(state, z_t, u_t, path.tokens_t, path.word_table(1.0),
-                                        float(alpha.sum()), n_active)
+                                        float(alpha.sum()), path.n_active)
     z = z_t.T.contiguous()
     c = torch.round(state - alpha)
     return z, c, logw
@@ -666,20 +697,15 @@ def _fast_loop(path, shift):
 def _sweep_collapsed(path, b, z, c, mask, keys, counters):
     """One sequential collapsed Gibbs sweep, lock-step over rows (in place).
 
-    Rows are sorted by decreasing length (as :func:`_batches` makes them), so the
-    rows holding a token at position j are a prefix: no masking is needed. The
-    loop works on position-major copies (each step reads contiguous memory) and,
-    when the conditional is (c_k + alpha_k) x word factor, on the shifted counts
-    c + alpha, which saves an addition per step.
+    Rows are sorted by decreasing length (as :func:`_batch_rows` checks), so the
+    rows holding a token at position j are a prefix, ``path.n_active[j]`` of them:
+    no masking is needed. The loop works on position-major copies (each step reads
+    contiguous memory) and, when the conditional is (c_k + alpha_k) x word factor,
+    on the shifted counts c + alpha, which saves an addition per step.
     """
     n_max, n_topics = z.shape[1], c.shape[1]
     positions = torch.arange(n_max, device=z.device)
-    lengths = mask.sum(1)
-    if bool((lengths[1:] > lengths[:-1]).any()) or not bool(
-        torch.equal(mask, positions.view(1, -1) < lengths.view(-1, 1))
-    ):
-        raise ValueError("rows must be sorted by decreasing length")
-    n_active = mask.sum(0).tolist()
+    n_active = path.n_active
     u_t = _uniform(keys.view(1, -1), *counters, positions.view(-1, 1))  # (N, rows)
     z_t = z.T.contiguous()
     shift = path.count_shift(b)
@@ -791,6 +817,7 @@ class _PAMZPath:
 
     def __init__(self, L, alpha_root, alpha_path, path_super, path_leaf):
         self.LA = L
+        self.n_active = L.n_active
         self._table_b, self._table = None, None
         self.urn = _PAMPathPredictive(alpha_root, alpha_path, path_super)
         self.path_leaf = path_leaf
@@ -851,12 +878,11 @@ def _pam_ais(path_mix, X, *, n_temperatures, n_chains, schedule, device, root, r
     a_path = torch.as_tensor(alpha_sub[supers, leaves], device=device)
     p_super = torch.as_tensor(supers, device=device)
     p_leaf = torch.as_tensor(leaves, device=device)
-    for batch in _kernel_batches(lengths_all, n_chains, n_paths, "collapsed"):
-        tokens, mask, _ = _expand_tokens(X, batch)
-        tokens = torch.as_tensor(tokens, device=device)
-        mask_r = torch.as_tensor(mask, device=device).repeat_interleave(n_chains, 0)
+    phi_t = _topic_word_tensor(phi, device)
+    for batch in _kernel_batches(lengths_all, n_chains, n_paths, "collapsed", device):
+        tokens, mask_r, n_active = _batch_rows(X, batch, n_chains, device)
         keys = _row_keys(root, batch, n_chains, 1, device)
-        L = _log_phi_rows(phi, tokens, n_chains, device)
+        L = _log_phi_rows(phi_t, tokens, n_chains, n_active)
         path = _PAMZPath(L, a_root, a_path, p_super, p_leaf)
         z, c = _draw_pam_prior(a_root, a_path, p_super, n_super, mask_r, keys, (0,))
         logw = _anneal(path, betas, z, c, mask_r, keys, "collapsed", stage=1, resample=resample)
@@ -894,24 +920,35 @@ def _systematic_ancestors(w, need, u0):
     return (anc + torch.arange(n_groups, device=w.device).view(-1, 1) * m).view(-1)
 
 
+def _may_hold_any(flags):
+    """Whether any flag may be set: exact on the CPU; always True on a GPU.
+
+    Reading the answer from a GPU would synchronise with the host; there the
+    flagged work runs unconditionally, which is a no-op for unflagged rows.
+    """
+    return flags.device.type != "cpu" or bool(flags.any())
+
+
 def _resample(logw, z, c, n_chains, threshold, keys, *counters):
     """Systematic resampling of each document's chains where ESS < threshold * M.
 
     Weights of resampled documents are all set to their log-mean weight, so the
-    running estimate is unchanged and stays unbiased (an SMC sampler).
+    running estimate is unchanged and stays unbiased (an SMC sampler). Returns the
+    weights, the states (the same objects when nothing was resampled) and the
+    number of documents resampled as a tensor.
     """
     n_docs = logw.shape[0] // n_chains
     lw = logw.view(n_docs, n_chains)
     w = torch.exp(lw - lw.amax(1, keepdim=True))
     ess = w.sum(1) ** 2 / (w * w).sum(1)
     need = ess < threshold * n_chains
-    if not bool(need.any()):
-        return logw, z, c, 0
+    if not _may_hold_any(need):
+        return logw, z, c, need.sum()
     u0 = _uniform(keys.view(n_docs, n_chains)[:, :1], 77, *counters)  # (D, 1)
     flat = _systematic_ancestors(w, need, u0)
     mean_lw = torch.logsumexp(lw, 1, keepdim=True) - math.log(n_chains)
     lw = torch.where(need.unsqueeze(1), mean_lw.expand_as(lw), lw)
-    return lw.reshape(-1), z[flat], c[flat], int(need.sum())
+    return lw.reshape(-1), z[flat], c[flat], need.sum()
 
 
 def _anneal(path, betas, z, c, mask, keys, kernel, stage, move_first=False, resample=None):
@@ -919,7 +956,8 @@ def _anneal(path, betas, z, c, mask, keys, kernel, stage, move_first=False, resa
 
     ``resample``: None, or a dict with ``threshold`` and ``n_chains``; a document's
     chains are then resampled after a weight update when their effective sample
-    size falls below ``threshold * n_chains`` (the dict's ``events`` counts them).
+    size falls below ``threshold * n_chains`` (the dict's ``events`` counts them,
+    as a tensor until the caller reads it).
     """
     sweep = _kernel_fn(kernel, path)
     logw = torch.zeros(z.shape[0], dtype=torch.float64, device=z.device)
@@ -932,18 +970,30 @@ def _anneal(path, betas, z, c, mask, keys, kernel, stage, move_first=False, resa
             if resample is not None:
                 logw, z_new, c_new, n_res = _resample(logw, z, c, resample["n_chains"],
                                                       resample["threshold"], keys, stage, s)
-                if n_res:
+                if z_new is not z:
                     z.copy_(z_new)
                     c.copy_(c_new)
-                    resample["events"] = resample.get("events", 0) + n_res
+                resample["events"] = resample.get("events", 0) + n_res
             sweep(path, float(betas[s]), z, c, mask, keys, (stage, s))
     return logw
 
 
-def _resolve_kernel(kernel, device):
-    if kernel == "auto":
-        return "blocked" if device.type == "cuda" else "collapsed"
-    return kernel
+#: ``kernel="auto"`` per device type: the blocked kernel's all-tokens-at-once draws
+#: suit a GPU, the lock-step collapsed sweep the CPU.
+_AUTO_KERNEL = {"cuda": "blocked"}
+
+
+def _resolve_kernel(kernel, device, blocked_valid=True):
+    """The z-space kernel to run; ``"auto"`` never picks one that is invalid here.
+
+    ``blocked_valid`` is False when some annealing path has two Polya terms (the
+    geometric path between different alphas), where only the collapsed sweep
+    leaves the intermediate distributions invariant.
+    """
+    if kernel != "auto":
+        return kernel
+    choice = _AUTO_KERNEL.get(torch.device(device).type, "collapsed")
+    return choice if blocked_valid else "collapsed"
 
 
 def _logmeanexp_stats(logw):
@@ -970,12 +1020,11 @@ def _z_ais(view_or_mix, X, *, n_temperatures, n_chains, schedule, kernel, device
     se = np.zeros(n_docs)
     ess_all = np.full(n_docs, float(n_chains))
     alpha_t = torch.as_tensor(np.asarray(alpha, dtype=np.float64), device=device)
-    for batch in _kernel_batches(lengths_all, n_chains, n_topics, kernel):
-        tokens, mask, _ = _expand_tokens(X, batch)
-        tokens = torch.as_tensor(tokens, device=device)
-        mask_r = torch.as_tensor(mask, device=device).repeat_interleave(n_chains, 0)
+    phi_t = _topic_word_tensor(phi, device)
+    for batch in _kernel_batches(lengths_all, n_chains, n_topics, kernel, device):
+        tokens, mask_r, n_active = _batch_rows(X, batch, n_chains, device)
         keys = _row_keys(root, batch, n_chains, 1, device)
-        L = _log_phi_rows(phi, tokens, n_chains, device)
+        L = _log_phi_rows(phi_t, tokens, n_chains, n_active)
         path = _ZPath("geometric", L, alpha_t)
         z, c = _draw_prior(alpha_t, mask_r, keys, (0,), n_topics)
         logw = _anneal(path, betas, z, c, mask_r, keys, kernel, stage=1, resample=resample)
@@ -990,18 +1039,12 @@ def _z_ais(view_or_mix, X, *, n_temperatures, n_chains, schedule, kernel, device
 
 def _gaussian_prior(prior, device):
     """(loc, scale) of a diagonal-Gaussian prior on the unconstrained latent h."""
-    if hasattr(prior, "mean") and hasattr(prior, "var"):
-        mean, var = prior.mean, prior.var
-    elif hasattr(prior, "means") and hasattr(prior, "_flat"):  # PAM: flat node blocks
-        mean = prior._flat(prior.means, torch.float64, device)
-        var = prior._flat(prior.variances, torch.float64, device)
-    else:
+    if not hasattr(prior, "gaussian"):
         raise ValueError(
-            "The continuous engine needs a diagonal Gaussian prior on h (mean/var); "
-            f"got {type(prior).__name__}."
+            "The continuous engine needs a diagonal Gaussian prior on h "
+            f"(prior.gaussian(device, dtype)); got {type(prior).__name__}."
         )
-    mean = torch.as_tensor(mean, dtype=torch.float64, device=device)
-    var = torch.as_tensor(var, dtype=torch.float64, device=device)
+    mean, var = prior.gaussian(device, torch.float64)
     return mean, torch.sqrt(var)
 
 
@@ -1094,12 +1137,14 @@ def _continuous_ais(view, X, *, n_temperatures, n_chains, schedule, device, root
                     target_acceptance=None, n_pilot_temperatures=50):
     betas = _schedule(schedule, n_temperatures)
     n_docs = X.shape[0]
-    batch_size = max(1, min(batch_size, _MAX_ELEMENTS // max(n_chains * X.shape[1], 1)))
+    max_elements = device_budget(device, _MAX_ELEMENTS)
+    batch_size = max(1, min(batch_size, max_elements // max(n_chains * X.shape[1], 1)))
     lengths = np.asarray(X.sum(1)).ravel()
     est = np.zeros(n_docs)
     se = np.zeros(n_docs)
     ess_all = np.full(n_docs, float(n_chains))
-    acc_total, acc_count = 0.0, 0
+    acc_total = torch.zeros((), dtype=torch.float64, device=device)
+    acc_count = 0
     use_prior = start == "prior" or getattr(view, "proposal", None) is None
     prior = view.prior
     if not hasattr(prior, "log_prob_h"):
@@ -1138,12 +1183,12 @@ def _continuous_ais(view, X, *, n_temperatures, n_chains, schedule, device, root
             logw += target.increment(float(betas[s - 1]), float(betas[s]), h)
             if s < n_steps:
                 h, acc = _hmc_step(target, float(betas[s]), h, eps, n_leapfrog, keys, (3, s))
-                acc_total += float(acc.double().sum())
+                acc_total += acc.sum()
                 acc_count += acc.numel()
         e, s_, ess = _logmeanexp_stats(logw.view(len(batch), n_chains))
         est[batch], se[batch], ess_all[batch] = e.cpu().numpy(), s_.cpu().numpy(), ess.cpu().numpy()
     n_updates = len(docs) * n_chains * (len(betas) - 1) * (n_leapfrog + 1)
-    acceptance = acc_total / acc_count if acc_count else float("nan")
+    acceptance = float(acc_total) / acc_count if acc_count else float("nan")
     tuned = None
     if mult_all:
         mult = torch.cat(mult_all).cpu().numpy()
@@ -1281,7 +1326,7 @@ def ais_log_likelihood(
         method = "ais-z-pam"
     elif mix is not None:
         X = _check_counts(X, view.n_features, integer=True)
-        kernel = _resolve_kernel(kernel, device)
+        kernel = _resolve_kernel(kernel, device)  # one Polya term: blocked is valid
         est_, se, ess, n_upd = _z_ais(
             mix, X, n_temperatures=n_temperatures, n_chains=n_chains,
             schedule=schedule, kernel=kernel, device=device, root=root, resample=resample,
@@ -1302,7 +1347,7 @@ def ais_log_likelihood(
         method = "ais-hmc"
     if method != "ais-hmc":
         settings["resample_threshold"] = float(resample_threshold)
-        settings["n_resampling_events"] = 0 if resample is None else resample["events"]
+        settings["n_resampling_events"] = 0 if resample is None else int(resample["events"])
     lengths = np.asarray(X.sum(1)).ravel()
     nonempty = lengths > 0
     return HeldOutLikelihood(
@@ -1319,7 +1364,7 @@ def ais_log_likelihood(
 def _importance_sampling(view, X, n_samples, root, device):
     """log p(w) by importance sampling of theta, in batches of documents."""
     n_docs, n_words = X.shape
-    size = max(1, _MAX_ELEMENTS // max(n_samples * n_words, 1))
+    size = max(1, device_budget(device, _MAX_ELEMENTS) // max(n_samples * n_words, 1))
     out = np.zeros(n_docs)
     for start in range(0, n_docs, size):
         rows = np.arange(start, min(start + size, n_docs))
@@ -1365,7 +1410,7 @@ def _importance_sampling_batch(view, X, rows, n_samples, root, device):
     return est.cpu().numpy()
 
 
-def default_score(view, X_csr):
+def default_score(view, X_csr, device="cpu"):
     """Cheap, deterministic per-token held-out log-likelihood for ``estimator.score``.
 
     * Views with ``token_mixture()`` and integer counts: the left-to-right
@@ -1387,6 +1432,10 @@ def default_score(view, X_csr):
     view : GenerativeView
     X_csr : sparse matrix of shape (n_documents, n_words)
         Validated counts.
+    device : str or torch.device, default="cpu"
+        Where to compute (estimators pass the device their model lives on). The
+        estimate is deterministic for a given device; different devices agree
+        within Monte Carlo error.
 
     Returns
     -------
@@ -1397,7 +1446,7 @@ def default_score(view, X_csr):
     n_tokens = float(X.sum())
     if n_tokens <= 0:
         raise ValueError("score needs at least one token in X.")
-    device = torch.device("cpu")
+    device = torch.device(device)
     integer = X.nnz == 0 or np.array_equal(np.rint(X.data), X.data)
     if view.token_mixture() is not None and integer:
         from ._left_to_right import _smc_log_likelihood, sequential_mixture

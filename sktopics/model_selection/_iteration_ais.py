@@ -16,9 +16,9 @@ from ..utils._sklearn_compat import Interval, StrOptions, validate_params
 from ..utils._torch import resolve_device
 from ._ais import (
     _anneal,
+    _batch_rows,
     _check_counts,
     _draw_prior,
-    _expand_tokens,
     _kernel_batches,
     _log_phi_rows,
     _logmeanexp_stats,
@@ -27,6 +27,7 @@ from ._ais import (
     _root_key,
     _row_keys,
     _schedule,
+    _topic_word_tensor,
     _ZPath,
     generative_view,
 )
@@ -113,14 +114,15 @@ def iteration_ais(
     if len(snapshots) < 1:
         raise ValueError("iteration_ais needs at least one snapshot.")
     device = resolve_device(device)
-    kernel = _resolve_kernel(kernel, device)
     mixes = [_snapshot_mixture(s) for s in snapshots]
     n_topics, n_features = mixes[0][0].shape[0], mixes[0][2]
     if any(m[0].shape[0] != n_topics or m[2] != n_features for m in mixes):
         raise ValueError("All snapshots must have the same number of topics and words.")
-    if kernel == "blocked" and path == "geometric":
-        if any(not np.array_equal(m[1], mixes[0][1]) for m in mixes):
-            raise ValueError("kernel='blocked' needs path='convex' or 'hybrid' when alphas change.")
+    two_polya_terms = path == "geometric" and any(
+        not np.array_equal(m[1], mixes[0][1]) for m in mixes)
+    kernel = _resolve_kernel(kernel, device, blocked_valid=not two_polya_terms)
+    if kernel == "blocked" and two_polya_terms:
+        raise ValueError("kernel='blocked' needs path='convex' or 'hybrid' when alphas change.")
     X = _check_counts(X, n_features, integer=True)
     root = _root_key(random_state)
     b0 = _schedule(schedule, n_start_temperatures)
@@ -132,12 +134,11 @@ def iteration_ais(
     ess_min = np.full(n_snap, np.inf)
     alphas = [torch.as_tensor(m[1], dtype=torch.float64, device=device) for m in mixes]
     n_resampled = 0
-    for batch in _kernel_batches(lengths.astype(np.int64), n_chains, n_topics, kernel):
-        tokens, mask, _ = _expand_tokens(X, batch)
-        tokens = torch.as_tensor(tokens, device=device)
-        mask_r = torch.as_tensor(mask, device=device).repeat_interleave(n_chains, 0)
+    phis = [_topic_word_tensor(m[0], device) for m in mixes]
+    for batch in _kernel_batches(lengths.astype(np.int64), n_chains, n_topics, kernel, device):
+        tokens, mask_r, n_active = _batch_rows(X, batch, n_chains, device)
         keys = _row_keys(root, batch, n_chains, 60, device)
-        L_prev = _log_phi_rows(mixes[0][0], tokens, n_chains, device)
+        L_prev = _log_phi_rows(phis[0], tokens, n_chains, n_active)
         z, c = _draw_prior(alphas[0], mask_r, keys, (0,), n_topics)
         logw = _anneal(_ZPath("geometric", L_prev, alphas[0]), b0, z, c, mask_r, keys, kernel, stage=1)
         for t in range(n_snap):
@@ -145,7 +146,7 @@ def iteration_ais(
                 logw, z, c, n_res = _resample(logw, z, c, n_chains, resample_threshold, keys, t)
                 n_resampled += n_res
             if t > 0:
-                L_t = _log_phi_rows(mixes[t][0], tokens, n_chains, device)
+                L_t = _log_phi_rows(phis[t], tokens, n_chains, n_active)
                 seg = _ZPath(path, L_t, alphas[t], L_prev, alphas[t - 1])
                 logw = logw + _anneal(seg, bseg, z, c, mask_r, keys, kernel, stage=(100 + t),
                                       move_first=True)
@@ -154,6 +155,7 @@ def iteration_ais(
             est[t, batch], se[t, batch] = e.cpu().numpy(), s.cpu().numpy()
             ess_min[t] = min(ess_min[t], float(ess.min()))
     results = []
+    n_resampled = int(n_resampled)
     n_tok = float(lengths.sum())
     for t in range(n_snap):
         temps = n_start_temperatures + t * (n_segment_temperatures + 1)

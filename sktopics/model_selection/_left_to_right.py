@@ -25,6 +25,7 @@ from ._ais import (
     _bits,
     _check_counts,
     _expand_tokens,
+    _may_hold_any,
     _PAMPathPredictive,
     _root_key,
     _row_keys,
@@ -154,8 +155,8 @@ def _smc_batch(phi_t, predictive, tokens, mask, keys, n_particles, n_groups,
             w = torch.exp(log_w[:nf])
             ess = w.sum(1) ** 2 / (w * w).sum(1)
             need = ess < resample_threshold * n_particles
-            if bool(need.any()):
-                n_resamples += int(need.sum())
+            if _may_hold_any(need):
+                n_resamples = n_resamples + need.sum()
                 flat = _systematic_ancestors(w, need, u_res[:nf, n : n + 1])
                 c[:nr] = c[:nr].index_select(0, flat)
                 if rejuvenate:  # the assignments are only needed to rejuvenate
@@ -201,7 +202,8 @@ def _smc_log_likelihood(mixture, X, *, n_particles, n_filters, resample_threshol
     est = np.zeros(n_docs)
     se = np.zeros(n_docs)
     n_res = 0
-    for batch in _batches(lengths, n_particles * n_filters, 2, row_elements=predictive.n_latent):
+    for batch in _batches(lengths, n_particles * n_filters, 2, device,
+                          row_elements=predictive.n_latent):
         tokens, mask, _ = _expand_tokens(X, batch)
         tokens = torch.as_tensor(tokens, device=device)
         mask = torch.as_tensor(mask, device=device)
@@ -213,7 +215,7 @@ def _smc_log_likelihood(mixture, X, *, n_particles, n_filters, resample_threshol
                                     device=device)
         log_p, r = _smc_batch(phi_t, predictive, tokens, mask, keys, n_particles, n_filters,
                               float(resample_threshold), rejuvenate, n_obs)
-        n_res += r
+        n_res += int(r)
         log_p = log_p.view(len(batch), n_filters)
         e = torch.logsumexp(log_p, 1) - math.log(n_filters)
         if n_filters > 1:

@@ -40,10 +40,10 @@ from ..utils._sklearn_compat import Interval, StrOptions, validate_params
 from ..utils._torch import resolve_device
 from ._ais import (
     _anneal,
+    _batch_rows,
     _check_counts,
     _draw_prior,
     _draw_sequential,
-    _expand_tokens,
     _kernel_batches,
     _kernel_fn,
     _log_phi_rows,
@@ -53,6 +53,7 @@ from ._ais import (
     _row_keys,
     _schedule,
     _split_pipeline,
+    _topic_word_tensor,
     _uniform,
     _ZPath,
     ais_log_likelihood,
@@ -187,13 +188,12 @@ def _run_direction(mix_src, mix_dst, X, batches_info, kind, betas, start, start_
     ess_all = np.full(n_docs, float(n_chains))
     a_src = torch.as_tensor(alpha_s, dtype=torch.float64, device=device)
     a_dst = torch.as_tensor(alpha_d, dtype=torch.float64, device=device)
+    phi_src, phi_dst = _topic_word_tensor(phi_s, device), _topic_word_tensor(phi_d, device)
     for batch in batches_info:
-        tokens, mask, _ = _expand_tokens(X, batch)
-        tokens = torch.as_tensor(tokens, device=device)
-        mask_r = torch.as_tensor(mask, device=device).repeat_interleave(n_chains, 0)
+        tokens, mask_r, n_active = _batch_rows(X, batch, n_chains, device)
         keys = _row_keys(root, batch, n_chains, stage, device)
-        L_s = _log_phi_rows(phi_s, tokens, n_chains, device)
-        L_d = _log_phi_rows(phi_d, tokens, n_chains, device)
+        L_s = _log_phi_rows(phi_src, tokens, n_chains, n_active)
+        L_d = _log_phi_rows(phi_dst, tokens, n_chains, n_active)
         z, c, u = _start_state(kind, phi_s, alpha_s, L_s, tokens, mask_r, keys, n_chains, start,
                                start_betas, n_burnin, kernel, 20, device)
         path = _ZPath(kind, L_d, a_dst, L_s, a_src)
@@ -324,15 +324,16 @@ def ratio_ais(
         raise AssertionError
     perm = align_topics_fn(phi_a, phi_b) if align_topics else np.arange(phi_b.shape[0])
     phi_b, alpha_b = phi_b[perm], alpha_b[perm]
-    kernel = _resolve_kernel(kernel, device)
-    if kernel == "blocked" and path == "geometric" and not np.array_equal(alpha_a, alpha_b):
+    two_polya_terms = path == "geometric" and not np.array_equal(alpha_a, alpha_b)
+    kernel = _resolve_kernel(kernel, device, blocked_valid=not two_polya_terms)
+    if kernel == "blocked" and two_polya_terms:
         raise ValueError("kernel='blocked' is invalid on the geometric path with different "
                          "alphas; use path='hybrid' or kernel='collapsed'.")
     root = _root_key(random_state)
     betas = _schedule(schedule, n_temperatures)
     start_betas = _schedule(schedule, n_start_temperatures or n_temperatures)
     lengths = np.asarray(X.sum(1)).ravel()
-    batches = _kernel_batches(lengths.astype(np.int64), n_chains, phi_a.shape[0], kernel)
+    batches = _kernel_batches(lengths.astype(np.int64), n_chains, phi_a.shape[0], kernel, device)
     common = dict(X=X, batches_info=batches, kind=path, betas=betas, start=start,
                   start_betas=start_betas, n_burnin=n_burnin_sweeps, n_chains=n_chains,
                   kernel=kernel, root=root, device=device)

@@ -1,11 +1,23 @@
-"""Device resolution, seeding and CSR-to-tensor helpers.
+"""Devices, seeding, device copies and CSR-to-tensor helpers.
 
 This is the only device-aware module of sktopics: estimators and the evaluation code
-ask it for a device, a generator or a dense batch, and never call ``.cuda()``
-themselves. Nothing here changes global torch state.
+ask it for a device, a generator, a device copy of a fitted array or module, or a
+dense batch, and never call ``.cuda()`` themselves. Nothing here changes global
+torch state, and nothing here moves an object the caller owns: device copies are
+new objects.
+
+Two rules keep fitted models portable (see the user guide, "GPU"):
+
+* a device *parameter* (``device="auto"``, ``"cuda:1"``) is resolved by
+  :func:`resolve_device`, which refuses devices this machine does not have;
+* a *recorded* device (a fitted model's ``device_``, for instance one unpickled on
+  another machine) is mapped by :func:`available_device` to one this machine has,
+  with a :class:`DeviceWarning` when it changes.
 """
 
 import contextlib
+import copy
+import warnings
 
 import numpy as np
 import scipy.sparse as sp
@@ -13,46 +25,141 @@ import torch
 from sklearn.utils import check_random_state
 
 __all__ = [
-    "resolve_device",
+    "DeviceWarning",
+    "available_device",
+    "check_deterministic_support",
+    "device_budget",
     "draw_seed",
+    "evaluation_mode",
+    "FrozenModule",
     "make_generator",
+    "resolve_device",
     "rng_scope",
+    "TensorCache",
     "csr_to_dense_tensor",
 ]
 
 
-def resolve_device(device):
-    """Turn the ``device`` parameter into a :class:`torch.device`.
+class DeviceWarning(UserWarning):
+    """A fitted model was moved to another device than the one it recorded."""
 
-    ``"auto"`` picks CUDA when it is available and the CPU otherwise. An explicit
-    CUDA request on a machine without CUDA raises a ``ValueError`` instead of
-    failing later inside torch.
+
+def _current_cuda():
+    """The current CUDA device, with its index (``torch.device("cuda")`` has none)."""
+    return torch.device("cuda", torch.cuda.current_device())
+
+
+def resolve_device(device):
+    """Turn a ``device`` parameter into a :class:`torch.device` with an index.
+
+    ``"auto"`` (or ``None``) picks the current CUDA device when CUDA is available and
+    the CPU otherwise; ``"cuda"`` is the current CUDA device, so that the result
+    always names one GPU. A request this machine cannot serve (CUDA without CUDA,
+    ``"cuda:N"`` beyond the visible devices, another device type) raises a
+    ``ValueError`` instead of failing later inside torch.
     """
     if device is None or (isinstance(device, str) and device == "auto"):
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    try:
-        resolved = torch.device(device)
-    except (RuntimeError, TypeError) as exc:
-        raise ValueError(
-            f"device={device!r} is not a valid torch device; use 'auto', 'cpu', "
-            "'cuda', 'cuda:N' or a torch.device."
-        ) from exc
+        resolved = _current_cuda() if torch.cuda.is_available() else torch.device("cpu")
+    else:
+        try:
+            resolved = torch.device(device)
+        except (RuntimeError, TypeError) as exc:
+            raise ValueError(
+                f"device={device!r} is not a valid torch device; use 'auto', 'cpu', "
+                "'cuda', 'cuda:N' or a torch.device."
+            ) from exc
     if resolved.type == "cuda":
         if not torch.cuda.is_available():
             raise ValueError(
                 f"device={device!r} was requested but CUDA is not available on this "
                 "machine; use device='cpu' or device='auto'."
             )
-        if resolved.index is not None and resolved.index >= torch.cuda.device_count():
+        if resolved.index is None:
+            resolved = _current_cuda()
+        elif resolved.index >= torch.cuda.device_count():
             raise ValueError(
                 f"device={device!r} was requested but only "
                 f"{torch.cuda.device_count()} CUDA device(s) are visible."
             )
+        check_deterministic_support(resolved)
     elif resolved.type != "cpu":
         raise ValueError(
             f"device={device!r} is not supported; sktopics runs on 'cpu' and 'cuda'."
         )
     return resolved
+
+
+def available_device(device, owner="The model"):
+    """Map a recorded device to one this machine has.
+
+    ``cuda:N`` stays when device ``N`` is visible; otherwise it becomes the current
+    CUDA device, or the CPU without CUDA, with a :class:`DeviceWarning` naming both.
+
+    Parameters
+    ----------
+    device : torch.device or str
+        The device a fitted model recorded (its ``device_``).
+    owner : str
+        How the warning names the model.
+
+    Returns
+    -------
+    device : torch.device
+    """
+    device = torch.device(device)
+    if device.type != "cuda":
+        return torch.device("cpu")
+    if torch.cuda.is_available():
+        if device.index is not None and device.index < torch.cuda.device_count():
+            return device
+        target = _current_cuda()
+    else:
+        target = torch.device("cpu")
+    warnings.warn(
+        f"{owner} was fitted on {device}, which this machine does not have; it now "
+        f"runs on {target}. Set device= and refit, or call partial_fit, to train it "
+        "further there.",
+        DeviceWarning,
+        stacklevel=3,
+    )
+    return target
+
+
+def check_deterministic_support(device):
+    """Refuse CUDA under ``torch.use_deterministic_algorithms(True)`` with a clear error.
+
+    The samplers draw categorical variables from cumulative sums, and torch has no
+    deterministic ``cumsum`` for floating tensors on CUDA, so torch would raise from
+    deep inside a sampler. sktopics' CUDA results are already reproducible for a
+    seed without that mode (counter-based random numbers, integer count tables, no
+    floating-point atomics in the samplers); ``warn_only=True`` lets torch warn
+    instead.
+    """
+    device = torch.device(device)
+    if (device.type == "cuda" and torch.are_deterministic_algorithms_enabled()
+            and not torch.is_deterministic_algorithms_warn_only_enabled()):
+        raise RuntimeError(
+            "sktopics cannot run on CUDA under torch.use_deterministic_algorithms(True): "
+            "its samplers need torch.cumsum on floating CUDA tensors, which has no "
+            "deterministic implementation. Use torch.use_deterministic_algorithms(True, "
+            "warn_only=True) or device='cpu'. sktopics' CUDA results are reproducible for "
+            "a given random_state without that mode (see the user guide, 'GPU')."
+        )
+
+
+def device_budget(device, cpu_elements, gpu_elements=None):
+    """Elements a work buffer may hold on ``device``.
+
+    The CPU keeps buffers cache-sized (``cpu_elements``). A GPU wants far larger
+    batches, to amortise kernel launches: ``gpu_elements`` (default 64 times the CPU
+    budget), capped at a sixteenth of the free device memory in float32 elements.
+    """
+    device = torch.device(device)
+    if device.type != "cuda":
+        return int(cpu_elements)
+    budget = int(gpu_elements if gpu_elements is not None else 64 * cpu_elements)
+    free, _ = torch.cuda.mem_get_info(device)
+    return max(int(cpu_elements), min(budget, free // (4 * 16)))
 
 
 def draw_seed(random_state):
@@ -74,17 +181,93 @@ def make_generator(seed, device="cpu"):
 
 @contextlib.contextmanager
 def rng_scope(seed, device="cpu"):
-    """Seed torch's global generators inside the block and restore them after.
+    """Seed the CPU generator and ``device``'s generator inside the block, restore both after.
 
     Used around code that cannot take an explicit generator (module
-    initialisation, ``nn.Dropout``): the caller's global RNG state is left exactly
-    as it was.
+    initialisation, ``nn.Dropout``). Only the generators of the CPU and of
+    ``device`` are seeded (``torch.manual_seed`` would seed every GPU and leave the
+    others changed); both are restored on exit, so the caller's global RNG state
+    is left exactly as it was.
     """
     device = torch.device(device)
-    devices = [device] if device.type == "cuda" else []
-    with torch.random.fork_rng(devices=devices, device_type="cuda"):
-        torch.manual_seed(int(seed))
+    cuda = []
+    if device.type == "cuda":
+        cuda = [device.index if device.index is not None else torch.cuda.current_device()]
+    with torch.random.fork_rng(devices=cuda, device_type="cuda"):
+        torch.random.default_generator.manual_seed(int(seed))
+        for index in cuda:
+            with torch.cuda.device(index):
+                torch.cuda.manual_seed(int(seed))
         yield
+
+
+@contextlib.contextmanager
+def evaluation_mode(module):
+    """``module.eval()`` inside the block; every submodule's mode is restored after."""
+    modes = [(m, m.training) for m in module.modules()]
+    module.eval()
+    try:
+        yield module
+    finally:
+        for m, training in modes:
+            m.training = training
+
+
+class FrozenModule:
+    """A private, evaluation-mode copy of a fitted module, usable on any device.
+
+    Evaluation code must never move or retrain a fitted estimator's module: this
+    copies it once (parameters frozen, ``eval()`` mode) and keeps one further copy
+    per device it is asked for. Memory: one copy of the module per device used.
+    """
+
+    def __init__(self, module):
+        frozen = copy.deepcopy(module).eval().requires_grad_(False)
+        self._copies = {_module_device(frozen): frozen}
+
+    def on(self, device):
+        """The copy on ``device`` (made on first use)."""
+        device = torch.device(device)
+        if device not in self._copies:
+            source = next(iter(self._copies.values()))
+            self._copies[device] = copy.deepcopy(source).to(device)
+        return self._copies[device]
+
+
+def _module_device(module):
+    tensor = next(module.parameters(), None)
+    if tensor is None:
+        tensor = next(module.buffers(), None)
+    return torch.device("cpu") if tensor is None else tensor.device
+
+
+class TensorCache:
+    """Device copies of fitted numpy arrays, made once per (name, device, dtype).
+
+    The generative views hold CPU numpy arrays; their torch methods are called in
+    hot loops on whatever device the evaluation runs, so each array is converted
+    at most once per device and dtype. The cache is not pickled or deep-copied.
+    """
+
+    def __init__(self):
+        self._store = {}
+
+    def get(self, name, array, device, dtype):
+        key = (name, torch.device(device), dtype)
+        tensor = self._store.get(key)
+        if tensor is None:
+            array = np.asarray(array)
+            if not array.flags.writeable:  # torch would share memory it may not write
+                array = array.copy()
+            tensor = torch.as_tensor(array, dtype=dtype, device=device)
+            self._store[key] = tensor
+        return tensor
+
+    def __getstate__(self):
+        return {"_store": {}}
+
+    def __deepcopy__(self, memo):
+        return TensorCache()
 
 
 def csr_to_dense_tensor(X, rows=None, *, device="cpu", dtype=torch.float32):
