@@ -273,9 +273,10 @@ def test_results_objects():
     cmp = ratio_ais((np.ones((2, 6)) / 6, [1, 1]), (np.ones((2, 6)) / 6, [2, 2]), X,
                     direction="both", n_temperatures=3, n_chains=2, random_state=0)
     assert isinstance(cmp, ModelComparison)
-    # s.d. over seeds 0.0065 (29 tokens, 3 temperatures): 4.5 s.d.
+    # Over 200 seeds (29 tokens, 3 temperatures): the corpus ratio's s.d. is 0.0045 and
+    # its largest deviation 0.026; a document's largest deviation was 0.056
     assert cmp.corpus_perplexity_ratio == pytest.approx(1.0, abs=0.03)
-    assert np.allclose(cmp.perplexity_ratio(), 1.0, atol=0.05)
+    assert np.allclose(cmp.perplexity_ratio(), 1.0, atol=0.1)
     same = ratio_ais((np.ones((2, 6)) / 6, [1, 1]), (np.ones((2, 6)) / 6, [1, 1]), X,
                      n_temperatures=3, n_chains=2, random_state=0)
     assert same.corpus_perplexity_ratio == 1.0

@@ -102,7 +102,9 @@ def iteration_ais(
         n_chains``; 0 never resamples. Resampling keeps every estimate unbiased
         in probability (an SMC sampler) and fights weight degeneracy on long runs.
     kernel, device, random_state :
-        As in :func:`ais_log_likelihood`.
+        As in :func:`ais_log_likelihood`; ``kernel="auto"`` keeps the collapsed
+        sweep when the path is geometric and the snapshots' alphas differ, where
+        the blocked kernel is invalid.
 
     Returns
     -------

@@ -279,6 +279,9 @@ def ratio_ais(
         Gibbs sweeps under the source model after a ``"sequential"`` or
         ``"burnin"`` start.
     kernel : {"auto", "collapsed", "blocked"}, default="auto"
+        As in :func:`ais_log_likelihood`; ``"auto"`` keeps the collapsed sweep
+        wherever the blocked kernel is invalid (the geometric path between models
+        with different alphas), also on CUDA.
     align_topics : bool, default=True
         Permute B's topics to match A's (Hungarian on Hellinger distances); any
         labelling is valid, but the variance depends on it.
