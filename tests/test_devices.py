@@ -37,13 +37,13 @@ from sktopics.model_selection import (
     make_ratio_ais_scorer,
     ratio_ais,
 )
-from sktopics.utils import _torch as device_utils
 from sktopics.utils._torch import (
     DeviceWarning,
     FrozenModule,
     TensorCache,
     available_device,
     check_deterministic_support,
+    device_budget,
     evaluation_mode,
     resolve_device,
     rng_scope,
@@ -145,7 +145,7 @@ def test_rng_scope_restores_the_callers_generators():
 
 
 def test_device_budget_is_the_cpu_budget_on_the_cpu():
-    assert device_utils.device_budget("cpu", 1 << 20) == 1 << 20
+    assert device_budget("cpu", 1 << 20) == 1 << 20
 
 
 # --------------------------------------------------------------------------- never move a fitted module
@@ -395,18 +395,25 @@ def test_dense_mh_prior_draw_matches_the_subset_draw():
 
 def test_device_resident_corpus_densifies_like_scipy():
     rng = np.random.default_rng(0)
-    X = sp.random(50, 17, density=0.2, format="csr", random_state=0) * 5
-    X = sp.csr_matrix((np.r_[X.data, 1.5], np.r_[X.indices, 3], np.r_[X.indptr[:-1], X.nnz + 1]),
-                      shape=X.shape)  # a duplicate entry in the last row
-    X.indptr[-1] = X.nnz
+    dense = rng.poisson(0.5, (50, 17)).astype(float)
+    dense[49, 0] = 1.0
+    X = sp.csr_matrix(dense)
+    # a CSR matrix may hold duplicate entries, which add up: repeat the last row's first
+    first = X.indices[X.indptr[-2]]
+    X = sp.csr_matrix((np.r_[X.data, 1.5], np.r_[X.indices, first], np.r_[X.indptr[:-1], X.nnz + 1]),
+                      shape=X.shape)
+    dense[49, first] += 1.5
+    assert not X.has_canonical_format
+    before = X.data.copy(), X.indices.copy(), X.indptr.copy()
     batches = [rng.integers(0, 50, 8), np.arange(50), np.array([49, 0, 49])]
-    out = list(DeviceCSR(X, "cpu").dense_batches(batches))
-    for rows, dense in zip(batches, out):
-        np.testing.assert_array_equal(dense.numpy(), X[rows].toarray().astype(np.float32))
-    assert np.all(X.data > 0) and X.data[-1] == 1.5  # the caller's matrix is untouched
+    for rows, batch in zip(batches, DeviceCSR(X, "cpu").dense_batches(batches)):
+        np.testing.assert_array_equal(batch.numpy(), dense[rows].astype(np.float32))
+    for array, copy_ in zip((X.data, X.indices, X.indptr), before):  # the caller's matrix
+        np.testing.assert_array_equal(array, copy_)
     iterator = CSRBatchIterator(CSRDataset(X), 8, sampling="shuffle", seed=3)
     seen = np.concatenate([b.numpy() for b, _ in iterator])
-    assert seen.shape == (48, 17) and np.isclose(seen.sum(), X[: 50].toarray().sum(), rtol=0.2)
+    assert seen.shape == (48, 17)  # 6 batches of 8: the trailing 2 documents are dropped
+    assert all((dense.astype(np.float32) == row).all(1).any() for row in seen)
 
 
 # --------------------------------------------------------------------------- portable fitted state

@@ -114,7 +114,7 @@ def test_alpha_optimisation_moves_towards_asymmetric_alpha():
     X, phi, _ = make_lda_corpus(n_samples=500, n_features=80, n_components=3,
                                 doc_topic_prior=alpha_true, topic_word_prior=0.05,
                                 doc_length=80, random_state=2)
-    # One chain in five (26 of 120 seeds) ends in a local optimum that does not recover
+    # About one chain in five (26 of 120 seeds) ends in a local optimum that does not recover
     # the rare topic, always at a lower joint likelihood (at most -103,587 against at
     # least -103,502): keep the likeliest of five chains, as a user would.
     chains = [LDAGibbs(n_components=3, max_iter=60, burn_in=10, optimize_interval=10,

@@ -147,19 +147,18 @@ def check_deterministic_support(device):
         )
 
 
-def device_budget(device, cpu_elements, gpu_elements=None):
+def device_budget(device, cpu_elements):
     """Elements a work buffer may hold on ``device``.
 
     The CPU keeps buffers cache-sized (``cpu_elements``). A GPU wants far larger
-    batches, to amortise kernel launches: ``gpu_elements`` (default 64 times the CPU
-    budget), capped at a sixteenth of the free device memory in float32 elements.
+    batches, to amortise kernel launches: 64 times the CPU budget, capped at a
+    sixteenth of the free device memory in float32 elements.
     """
     device = torch.device(device)
     if device.type != "cuda":
         return int(cpu_elements)
-    budget = int(gpu_elements if gpu_elements is not None else 64 * cpu_elements)
     free, _ = torch.cuda.mem_get_info(device)
-    return max(int(cpu_elements), min(budget, free // (4 * 16)))
+    return max(int(cpu_elements), min(64 * int(cpu_elements), free // (4 * 16)))
 
 
 def draw_seed(random_state):
