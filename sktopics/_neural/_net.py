@@ -24,7 +24,9 @@ class TopicNet(NeuralNet):
 
     * an epoch reads its batch losses back from the device once, at its end,
       instead of once per batch (a host-device synchronisation per batch would
-      stall a GPU's queue);
+      stall a GPU's queue): a callback's ``on_batch_end`` receives the loss as a
+      tensor, and the history's per-batch ``train_loss`` entries are filled in
+      when the epoch ends;
     * pickles are device-neutral: the tensors load on the CPU, and the owning
       estimator moves them to a device the loading machine has.
     """
