@@ -110,13 +110,12 @@ class DirichletPrior:
     """theta ~ Dirichlet(alpha) over ``K`` topics."""
 
     alpha: np.ndarray
+    _tensors: TensorCache = field(default_factory=TensorCache, init=False, repr=False,
+                                  compare=False)
 
     @property
     def n_topics(self):
         return self.alpha.shape[0]
-
-    _tensors: TensorCache = field(default_factory=TensorCache, init=False, repr=False,
-                                  compare=False)
 
     def sample_theta(self, n, generator=None, device="cpu"):
         alpha = self._tensors.get("alpha", self.alpha, device, torch.float64)

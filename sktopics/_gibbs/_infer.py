@@ -288,7 +288,7 @@ def _sample_cells(plan, theta, word_topic, uniform, n_dk, p_buf, cum_buf, ones):
 
 
 def infer_doc_topic(cells, word_topic, alpha, n_iter, n_burn, generator,
-                    chunk_elements=None):
+                    chunk_elements=_CHUNK_ELEMENTS):
     """Posterior mean of theta for new documents with the topics held fixed.
 
     The estimate is the Rao-Blackwellised average of
@@ -304,10 +304,9 @@ def infer_doc_topic(cells, word_topic, alpha, n_iter, n_burn, generator,
     n_iter, n_burn : int
     generator : torch.Generator
         Drives all the draws.
-    chunk_elements : int or None
-        Size of the (cells, K) work buffers; does not change the result. ``None``:
-        :data:`_CHUNK_ELEMENTS` (cache-sized) on the CPU, 64 times more on a GPU,
-        where larger chunks amortise kernel launches (as ``default_chunk``).
+    chunk_elements : int
+        Size of the (cells, K) work buffers; does not change the result (cache-sized
+        by default; a GPU wants more, see ``device_budget``).
 
     Returns
     -------
@@ -323,8 +322,6 @@ def infer_doc_topic(cells, word_topic, alpha, n_iter, n_burn, generator,
     n_dk = torch.zeros((D, K), dtype=torch.int32, device=device)
     n_kept = 0
     gammas = SharedGammas(alpha32, int(cells.doc_length.max()) if D else 0, D, generator)
-    if chunk_elements is None:
-        chunk_elements = _CHUNK_ELEMENTS * (64 if device.type == "cuda" else 1)
     chunk = max(64, chunk_elements // K)
     p_buf = torch.empty((chunk, K), dtype=torch.float32, device=device)
     cum_buf = torch.empty((chunk, K), dtype=torch.float32, device=device)

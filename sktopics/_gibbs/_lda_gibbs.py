@@ -11,6 +11,7 @@ from .._generative import DirichletPrior, GenerativeView, MixtureLikelihood
 from ..utils._sklearn_compat import Interval, StrOptions
 from ..utils._torch import device_budget, make_generator
 from ._hyper import optimize_alpha, optimize_beta
+from ._infer import _CHUNK_ELEMENTS as _INFER_CHUNK_ELEMENTS
 from ._infer import CellCorpus, infer_doc_topic
 from ._random import counter_uniform, stream_key
 from ._state import GibbsCorpus, GibbsState, chunk_bounds, default_chunk
@@ -450,10 +451,12 @@ class LDAGibbs(BaseTopicModel):
         n_iter = self.transform_max_iter
         # Documents in blocks: the sampler's state is a few (documents, K) tables.
         rows = max(1, device_budget(device, _TRANSFORM_ELEMENTS) // self.n_components)
+        chunk_elements = device_budget(device, _INFER_CHUNK_ELEMENTS)
         doc_topic = np.empty((X.shape[0], self.n_components))
         for start, stop in chunk_bounds(X.shape[0], rows):
             cells = CellCorpus(X[start:stop], device)
-            theta = infer_doc_topic(cells, word_topic, alpha, n_iter, n_iter // 2, generator)
+            theta = infer_doc_topic(cells, word_topic, alpha, n_iter, n_iter // 2, generator,
+                                    chunk_elements)
             doc_topic[start:stop] = theta.cpu().numpy()
         return doc_topic
 

@@ -44,9 +44,10 @@ class TopicNet(NeuralNet):
             losses.append(step["loss"].detach())
             self.history.record_batch(prefix + "_batch_size", len(batch[0]))
             self.notify("on_batch_end", batch=batch, training=training, **step)
-        batches = self.history[-1]["batches"][-len(losses):] if losses else []
-        for row, value in zip(batches, torch.stack(losses).tolist() if losses else []):
-            row[prefix + "_loss"] = value
+        if losses:
+            values = torch.stack(losses).tolist()
+            for row, value in zip(self.history[-1]["batches"][-len(values):], values):
+                row[prefix + "_loss"] = value
         self.history.record(prefix + "_batch_count", len(losses))
 
     def __getstate__(self):
@@ -105,10 +106,10 @@ class EpochMonitor(Callback):
             batches = row["batches"]
             losses = [b[f"{prefix}_loss"] for b in batches if f"{prefix}_loss" in b]
             sizes = [b[f"{prefix}_batch_size"] for b in batches if f"{prefix}_loss" in b]
-            if not all(math.isfinite(loss) for loss in losses):
+            bad = [loss for loss in losses if not math.isfinite(loss)]
+            if bad:
                 raise FloatingPointError(
-                    f"{self.estimator_name}: the {prefix} loss became "
-                    f"{next(v for v in losses if not math.isfinite(v))} in epoch "
+                    f"{self.estimator_name}: the {prefix} loss became {bad[0]} in epoch "
                     f"{len(net.history)}. Lower learning_rate, enable clip_grad_norm or "
                     "check the input counts."
                 )

@@ -6,7 +6,7 @@ dense batch, and never call ``.cuda()`` themselves. Nothing here changes global
 torch state, and nothing here moves an object the caller owns: device copies are
 new objects.
 
-Two rules keep fitted models portable (see the user guide, "GPU"):
+Two rules keep fitted models portable (see the user guide, "GPUs"):
 
 * a device *parameter* (``device="auto"``, ``"cuda:1"``) is resolved by
   :func:`resolve_device`, which refuses devices this machine does not have;
@@ -143,7 +143,7 @@ def check_deterministic_support(device):
             "its samplers need torch.cumsum on floating CUDA tensors, which has no "
             "deterministic implementation. Use torch.use_deterministic_algorithms(True, "
             "warn_only=True) or device='cpu'. sktopics' CUDA results are reproducible for "
-            "a given random_state without that mode (see the user guide, 'GPU')."
+            "a given random_state without that mode (see the user guide, 'GPUs')."
         )
 
 
