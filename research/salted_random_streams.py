@@ -21,6 +21,7 @@ def pytest_configure(config):
     if not SALT:
         return
     import sktopics._base as base
+    import sktopics._evaluation._default_score as ds
     import sktopics._gibbs._lda_gibbs as lg
     import sktopics._gibbs._sweeps as sw
     import sktopics.model_selection._ais as ais
@@ -28,12 +29,12 @@ def pytest_configure(config):
     import sktopics.model_selection._left_to_right as l2r
     import sktopics.model_selection._ratio_ais as ra
 
-    orig_root = ais._root_key
+    orig_root = ais.root_key
 
     def root_key(rs):
         return (orig_root(rs) ^ (0x9E3779B9 * SALT)) & 0xFFFFFFFF
-    for mod in (ais, it, l2r, ra):
-        mod._root_key = root_key
+    for mod in (ais, it, l2r, ra, ds):
+        mod.root_key = root_key
     orig_stream = sw.stream_key
 
     def stream_key(seed, stream, step):

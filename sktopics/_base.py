@@ -7,6 +7,7 @@ import numpy as np
 import torch
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 
+from ._evaluation._default_score import default_score
 from .utils._sklearn_compat import (
     Interval,
     StrOptions,
@@ -210,8 +211,6 @@ class BaseTopicModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEsti
         sampling from the amortised posterior otherwise, computed on the device
         the model lives on.
         """
-        from .model_selection._ais import default_score
-
         return default_score(self._generative_view(), X, device=self.device_)
 
     @abstractmethod

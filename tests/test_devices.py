@@ -21,7 +21,9 @@ import pytest
 import scipy.sparse as sp
 import torch
 
-import sktopics.model_selection._ais as ais_mod
+import sktopics._evaluation._resampling as resampling_mod
+import sktopics._evaluation._zspace as zspace_mod
+import sktopics._random as random_mod
 from sktopics import AVITM, PAMVI, LDAGibbs, MoLDA, ProdLDA
 from sktopics._gibbs._hyper import fixed_point_topic_sums, optimize_alpha, topic_sums
 from sktopics._neural._data import CSRBatchIterator, CSRDataset, DeviceCSR
@@ -293,16 +295,16 @@ def test_evaluation_never_mutates_the_estimator(X, name):
 
 def test_auto_kernel_never_picks_an_invalid_kernel():
     cuda = torch.device("cuda", 0)
-    assert ais_mod._resolve_kernel("auto", cuda) == "blocked"
-    assert ais_mod._resolve_kernel("auto", cuda, blocked_valid=False) == "collapsed"
-    assert ais_mod._resolve_kernel("auto", torch.device("cpu")) == "collapsed"
-    assert ais_mod._resolve_kernel("blocked", cuda, blocked_valid=False) == "blocked"
+    assert zspace_mod.resolve_kernel("auto", cuda) == "blocked"
+    assert zspace_mod.resolve_kernel("auto", cuda, blocked_valid=False) == "collapsed"
+    assert zspace_mod.resolve_kernel("auto", torch.device("cpu")) == "collapsed"
+    assert zspace_mod.resolve_kernel("blocked", cuda, blocked_valid=False) == "blocked"
 
 
 def test_ratio_and_iteration_ais_with_the_gpu_kernel_policy(monkeypatch):
     # issue 17 (2): on CUDA "auto" meant "blocked", and ratio-AIS raised whenever the
     # two alphas differed. Apply CUDA's policy to the CPU and run the default path.
-    monkeypatch.setattr(ais_mod, "_AUTO_KERNEL", {"cpu": "blocked", "cuda": "blocked"})
+    monkeypatch.setattr(zspace_mod, "AUTO_KERNEL", {"cpu": "blocked", "cuda": "blocked"})
     X = make_lda_corpus(n_samples=20, n_features=15, n_components=2, random_state=0)[0]
     a = LDAGibbs(2, max_iter=20, burn_in=2, optimize_interval=2, snapshot_interval=5,
                  device=TEST_DEVICE, random_state=0).fit(X)
@@ -333,9 +335,10 @@ def test_sync_free_resampling_gives_the_same_estimates(monkeypatch):
     runs = {}
     for forced in (False, True):
         if forced:
-            monkeypatch.setattr(ais_mod, "_may_hold_any", lambda flags: True)
-            import sktopics.model_selection._left_to_right as l2r_mod
-            monkeypatch.setattr(l2r_mod, "_may_hold_any", lambda flags: True)
+            import sktopics._evaluation._smc as smc_mod
+
+            monkeypatch.setattr(resampling_mod, "may_hold_any", lambda flags: True)
+            monkeypatch.setattr(smc_mod, "may_hold_any", lambda flags: True)
         ais = ais_log_likelihood((phi, 0.3), X, n_temperatures=10, n_chains=4,
                                  resample_threshold=0.7, random_state=0)
         l2r = left_to_right_log_likelihood((phi, 0.3), X, n_particles=8, random_state=0)
@@ -348,8 +351,8 @@ def test_sync_free_resampling_gives_the_same_estimates(monkeypatch):
 def test_gamma_variates_do_not_depend_on_the_attempts_drawn_at_once():
     shape = torch.tensor([[0.05, 0.7, 3.0, 40.0]], dtype=torch.float64).expand(5000, 4)
     keys = torch.arange(5000).view(-1, 1)
-    cpu = ais_mod._log_gamma_variates(shape.contiguous(), keys, 9, n_tries=3)
-    gpu = ais_mod._log_gamma_variates(shape.contiguous(), keys, 9, n_tries=16)
+    cpu = random_mod.counter_log_gamma(shape.contiguous(), keys, 9, n_tries=3)
+    gpu = random_mod.counter_log_gamma(shape.contiguous(), keys, 9, n_tries=16)
     torch.testing.assert_close(cpu, gpu, rtol=0, atol=0)
 
 

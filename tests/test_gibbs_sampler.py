@@ -15,7 +15,6 @@ from scipy.special import gammaln
 from scipy.stats import chi2
 
 from sktopics._gibbs._hyper import optimize_alpha, optimize_beta
-from sktopics._gibbs._random import counter_uniform, stream_key
 from sktopics._gibbs._state import GibbsCorpus, GibbsState
 from sktopics._gibbs._sweeps import (
     dense_chunk,
@@ -25,6 +24,7 @@ from sktopics._gibbs._sweeps import (
     random_init,
     sequential_sweep,
 )
+from sktopics._random import counter_uniform, stream_key
 
 ALPHA = np.array([0.4, 0.9])
 BETA = 0.3

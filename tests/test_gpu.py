@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 import torch
 
-import sktopics.model_selection._ais as ais_mod
+import sktopics._random as random_mod
 from sktopics import LDAGibbs
-from sktopics._gibbs._random import counter_uniform, stream_key
+from sktopics._random import counter_uniform, stream_key
 from sktopics.datasets import make_lda_corpus
 from sktopics.model_selection import (
     ais_log_likelihood,
@@ -66,11 +66,11 @@ def test_counter_random_numbers_are_bit_identical_on_cpu_and_cuda():
     assert torch.equal(counter_uniform(key, index), counter_uniform(key, index.to(CUDA)).cpu())
     keys = torch.arange(4096).view(-1, 1)
     positions = torch.arange(64).view(1, -1)
-    cpu = ais_mod._uniform(keys, 5, positions)
-    assert torch.equal(cpu, ais_mod._uniform(keys.to(CUDA), 5, positions.to(CUDA)).cpu())
+    cpu = random_mod.uniform(keys, 5, positions)
+    assert torch.equal(cpu, random_mod.uniform(keys.to(CUDA), 5, positions.to(CUDA)).cpu())
     shape = torch.tensor([[0.05, 0.7, 3.0, 40.0]], dtype=torch.float64).expand(4096, 4)
-    g_cpu = ais_mod._log_gamma_variates(shape.contiguous(), keys, 9)
-    g_gpu = ais_mod._log_gamma_variates(shape.contiguous().to(CUDA), keys.to(CUDA), 9)
+    g_cpu = random_mod.counter_log_gamma(shape.contiguous(), keys, 9)
+    g_gpu = random_mod.counter_log_gamma(shape.contiguous().to(CUDA), keys.to(CUDA), 9)
     torch.testing.assert_close(g_gpu.cpu(), g_cpu, rtol=1e-12, atol=1e-12)
 
 

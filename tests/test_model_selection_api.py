@@ -16,12 +16,12 @@ from sklearn.pipeline import make_pipeline
 from sklearn.utils._param_validation import InvalidParameterError
 
 from sktopics import ProdLDA
+from sktopics._evaluation._default_score import default_score
 from sktopics._generative import DirichletPrior, GenerativeView, MixtureLikelihood
 from sktopics.model_selection import (
     HeldOutLikelihood,
     ModelComparison,
     ais_log_likelihood,
-    default_score,
     generative_view,
     iteration_ais,
     left_to_right_log_likelihood,

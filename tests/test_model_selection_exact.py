@@ -117,7 +117,7 @@ def test_enumeration_matches_dp_and_monte_carlo_theta():
 
 
 def test_dirichlet_sampler_moments():
-    from sktopics.model_selection._ais import _log_dirichlet
+    from sktopics._random import counter_log_dirichlet as _log_dirichlet
 
     conc = torch.tensor([[0.05, 0.7, 3.0]], dtype=torch.float64).expand(40_000, 3).contiguous()
     keys = torch.arange(40_000).view(-1, 1)
@@ -158,7 +158,7 @@ def test_ais_converges_to_exact(kernel):
 
 @pytest.mark.parametrize("kernel", ["collapsed", "blocked"])
 def test_ais_with_ess_resampling_stays_unbiased(monkeypatch, kernel):
-    import sktopics.model_selection._ais as ais_mod
+    import sktopics._evaluation._zspace as zspace_mod
 
     exact = exact_log_likelihood(PHI, ALPHA, words_of(DOC))
     kw = dict(n_temperatures=3, n_chains=4, schedule="linear", kernel=kernel, random_state=0)
@@ -172,12 +172,12 @@ def test_ais_with_ess_resampling_stays_unbiased(monkeypatch, kernel):
     # negative control: resetting the weights without resampling the states is biased
     # (low, by 7.6-20 standard errors at 2 N_REP documents over 12 seeds and both
     # kernels; at N_REP / 4 documents the collapsed kernel's bias was only 2-5 of them)
-    resample = ais_mod._resample
+    resample = zspace_mod.resample_chains
 
     def weights_only(logw, z, c, *args):
         return resample(logw, z, c, *args)[0], z.clone(), c.clone(), 1
 
-    monkeypatch.setattr(ais_mod, "_resample", weights_only)
+    monkeypatch.setattr(zspace_mod, "resample_chains", weights_only)
     bad = ais_log_likelihood((PHI, ALPHA), repeated(n=2 * N_REP), resample_threshold=0.9, **kw)
     with pytest.raises(AssertionError):
         assert_unbiased_in_probability(bad.per_document, exact)
@@ -197,14 +197,14 @@ def test_ais_bias_shrinks_with_temperatures():
 
 @pytest.mark.parametrize("kernel", ["collapsed", "blocked"])
 def test_ais_reproducible_and_batch_independent(monkeypatch, kernel):
-    import sktopics.model_selection._ais as ais_mod
+    import sktopics._evaluation._tokens as tokens_mod
 
     phi, alpha, X = make_problem(4, n_docs=6)
     kw = dict(n_temperatures=20, n_chains=3, random_state=7, kernel=kernel)
     a = ais_log_likelihood((phi, alpha), X, **kw)
     b = ais_log_likelihood((phi, alpha), X, **kw)
     np.testing.assert_array_equal(a.per_document, b.per_document)
-    monkeypatch.setattr(ais_mod, "_MAX_ELEMENTS", 1)  # one document per batch
+    monkeypatch.setattr(tokens_mod, "MAX_ELEMENTS", 1)  # one document per batch
     c = ais_log_likelihood((phi, alpha), X, **kw)
     np.testing.assert_allclose(a.per_document, c.per_document, rtol=0, atol=1e-12)
     d = ais_log_likelihood((phi, alpha), X, **dict(kw, random_state=8))
@@ -216,13 +216,13 @@ def test_ais_reproducible_and_batch_independent(monkeypatch, kernel):
 
 @pytest.mark.filterwarnings("ignore:The forward and reverse runs disagree")
 def test_left_to_right_and_ratio_batch_independent(monkeypatch):
-    import sktopics.model_selection._ais as ais_mod
+    import sktopics._evaluation._tokens as tokens_mod
 
     phi, alpha, X = make_problem(4, n_docs=5)
     l1 = left_to_right_log_likelihood((phi, alpha), X, n_particles=7, random_state=3)
     r1 = ratio_ais((phi, alpha), (PHI_B[:, :4], ALPHA_B), X, direction="both", n_temperatures=5,
                    n_chains=3, random_state=3)
-    monkeypatch.setattr(ais_mod, "_MAX_ELEMENTS", 1)
+    monkeypatch.setattr(tokens_mod, "MAX_ELEMENTS", 1)
     l2 = left_to_right_log_likelihood((phi, alpha), X, n_particles=7, random_state=3)
     r2 = ratio_ais((phi, alpha), (PHI_B[:, :4], ALPHA_B), X, direction="both", n_temperatures=5,
                    n_chains=3, random_state=3)
@@ -347,16 +347,18 @@ def test_ratio_ais_recovers_exact_log_ratio(path, start):
 def _sequential_start(n_burnin, n=N_REP, seed=0):
     import scipy.sparse as sp
 
-    from sktopics.model_selection import _ais
-    from sktopics.model_selection._ratio_ais import _start_state
+    from sktopics._evaluation._ratio import start_state
+    from sktopics._evaluation._tokens import token_batches
+    from sktopics._evaluation._zspace import log_phi_rows, topic_word_tensor
+    from sktopics._random import root_key
 
     X = sp.csr_matrix(repeated(n=n))
     cpu = torch.device("cpu")
-    tokens, mask, n_active = _ais._batch_rows(X, np.arange(n), 1, cpu)
-    keys = _ais._row_keys(_ais._root_key(seed), np.arange(n), 1, 20, cpu)
-    L = _ais._log_phi_rows(_ais._topic_word_tensor(PHI_B, cpu), tokens, 1, n_active)
-    z, c, u = _start_state("geometric", PHI_B, ALPHA_B, L, tokens, mask, keys, 1, "sequential",
-                           None, n_burnin, "collapsed", 20, torch.device("cpu"))
+    (batch,) = token_batches(X, n_chains=1, n_topics=3, kernel="collapsed", device=cpu,
+                             root=root_key(seed), stream=20)
+    L = log_phi_rows(topic_word_tensor(PHI_B, cpu), batch.tokens, 1, batch.n_active)
+    z, c, u = start_state(PHI_B, ALPHA_B, L, batch.tokens, batch.mask, batch.keys, 1,
+                          "sequential", None, n_burnin, "collapsed", 20, cpu)
     return z.numpy(), c.numpy(), u.numpy()
 
 
@@ -431,8 +433,9 @@ def test_iteration_ais_converges():
 def test_negative_control_jacobi_kernel_is_detected(monkeypatch):
     # a fully parallel update of all tokens from stale counts is not a valid kernel:
     # the unbiasedness test must catch it
-    import sktopics.model_selection._ais as ais_mod
-    from sktopics.model_selection._ais import _categorical, _uniform
+    import sktopics._evaluation._zspace as zspace_mod
+    from sktopics._random import categorical as _categorical
+    from sktopics._random import uniform as _uniform
 
     def jacobi(path, b, z, c, mask, keys, counters):
         u = _uniform(keys.view(-1, 1), *counters, torch.arange(z.shape[1]).view(1, -1))
@@ -446,7 +449,7 @@ def test_negative_control_jacobi_kernel_is_detected(monkeypatch):
         c.zero_()
         c.scatter_add_(1, z, mask.double())
 
-    monkeypatch.setattr(ais_mod, "_sweep_collapsed", jacobi)
+    monkeypatch.setattr(zspace_mod, "sweep_collapsed", jacobi)
     exact = exact_log_likelihood(PHI, ALPHA, words_of(DOC))
     res = ais_log_likelihood((PHI, ALPHA), repeated(), n_temperatures=20, n_chains=1,
                              schedule="linear", kernel="collapsed", random_state=0)
@@ -558,9 +561,10 @@ def test_pam_with_one_super_topic_is_lda():
 
 
 def test_document_completion_matches_exact_conditional():
+    from sktopics._evaluation._smc import _shuffle_tokens
+    from sktopics._evaluation._tokens import expand_tokens as _expand_tokens
+    from sktopics._random import root_key as _root_key
     from sktopics.model_selection import document_completion_log_likelihood
-    from sktopics.model_selection._ais import _expand_tokens, _root_key
-    from sktopics.model_selection._left_to_right import _shuffle_tokens
 
     phi, alpha, X = make_problem(13, n_docs=3)
     res = document_completion_log_likelihood((phi, alpha), X, n_particles=3000, n_filters=2,
@@ -591,27 +595,46 @@ def test_iteration_ais_with_resampling_stays_unbiased():
         assert_unbiased_in_probability(res.per_document, exact_log_likelihood(phi, alpha, words))
 
 
+def _eager_sweep(conditional):
+    """A sequential collapsed sweep written plainly, one position at a time over all rows."""
+    from sktopics._random import uniform
+
+    def sweep(path, b, z, c, mask, keys, counters):
+        u = uniform(keys.view(1, -1), *counters, torch.arange(z.shape[1]).view(-1, 1))
+        for j in range(z.shape[1]):
+            on = mask[:, j : j + 1].to(c.dtype)
+            c.scatter_add_(1, z[:, j : j + 1], -on)
+            cum = torch.cumsum(conditional(path, b, c, j), -1)
+            k = torch.searchsorted(cum, u[j].view(-1, 1) * cum[:, -1:]).clamp_(max=c.shape[1] - 1)
+            z[:, j] = torch.where(mask[:, j], k.view(-1), z[:, j])
+            c.scatter_add_(1, z[:, j : j + 1], on)
+
+    return sweep
+
+
 @pytest.mark.parametrize("path", ["geometric", "convex"])
 def test_compiled_lockstep_loops_match_the_eager_sweep(monkeypatch, path):
-    # the TorchScript loops are an optimisation only: same random numbers, same draws
-    import sktopics.model_selection._ais as ais_mod
+    # the lock-step loops (compiled or not) are an optimisation of a plain sequential
+    # sweep over the conditional: same random numbers, same draws
+    import sktopics._evaluation._zspace as zspace_mod
 
     phi, alpha, X = make_problem(4, n_docs=5)
     kw = dict(path=path, direction="both", n_temperatures=6, n_chains=3, random_state=3,
               kernel="collapsed")
     compiled = ratio_ais((phi, alpha), (PHI_B[:, :4], ALPHA_B), X, **kw)
-    monkeypatch.setattr(ais_mod, "_scripted", lambda fn: fn)  # the same loops, uncompiled
+    monkeypatch.setattr(zspace_mod, "scripted", lambda fn: fn)  # the same loops, uncompiled
     plain = ratio_ais((phi, alpha), (PHI_B[:, :4], ALPHA_B), X, **kw)
-    monkeypatch.setattr(ais_mod, "_fast_loop", lambda path, shift: None)  # generic loop
-    generic = ratio_ais((phi, alpha), (PHI_B[:, :4], ALPHA_B), X, **kw)
-    for other in (plain, generic):
+    monkeypatch.setattr(zspace_mod, "sweep_collapsed", _eager_sweep(
+        lambda path, b, c, j: torch.exp(path.cond_logits(b, c, j))))
+    eager = ratio_ais((phi, alpha), (PHI_B[:, :4], ALPHA_B), X, **kw)
+    for other in (plain, eager):
         np.testing.assert_allclose(compiled.forward, other.forward, rtol=0, atol=1e-9)
         np.testing.assert_allclose(compiled.reverse, other.reverse, rtol=0, atol=1e-9)
 
 
 @pytest.mark.parametrize("full_dag", [False, True])
 def test_compiled_pam_loop_matches_the_eager_sweep(monkeypatch, full_dag):
-    import sktopics.model_selection._ais as ais_mod
+    import sktopics._evaluation._zspace as zspace_mod
 
     phi, alpha_root, alpha_sub = _pam_problem()
     if full_dag:
@@ -620,6 +643,8 @@ def test_compiled_pam_loop_matches_the_eager_sweep(monkeypatch, full_dag):
     X = np.array([[1, 0, 2, 1], [0, 3, 1, 0], [2, 1, 0, 1], [0, 0, 1, 0]])
     kw = dict(n_temperatures=8, n_chains=3, random_state=3)
     compiled = ais_log_likelihood(view, X, **kw)
-    monkeypatch.setattr(ais_mod, "_fast_loop", lambda path, shift: None)  # generic loop
-    generic = ais_log_likelihood(view, X, **kw)
-    np.testing.assert_allclose(compiled.per_document, generic.per_document, rtol=0, atol=1e-9)
+    monkeypatch.setattr(zspace_mod, "sweep_collapsed", _eager_sweep(
+        lambda path, b, c, j: path.urn.weights(c)
+        * path.word_table(b).index_select(0, path.LA.tokens[:, j])))
+    eager = ais_log_likelihood(view, X, **kw)
+    np.testing.assert_allclose(compiled.per_document, eager.per_document, rtol=0, atol=1e-9)

@@ -8,12 +8,12 @@ import torch
 
 from .._base import BaseTopicModel
 from .._generative import DirichletPrior, GenerativeView, MixtureLikelihood
+from .._random import counter_uniform, stream_key
 from ..utils._sklearn_compat import Interval, StrOptions
 from ..utils._torch import device_budget, make_generator
 from ._hyper import optimize_alpha, optimize_beta
 from ._infer import _CHUNK_ELEMENTS as _INFER_CHUNK_ELEMENTS
 from ._infer import CellCorpus, infer_doc_topic
-from ._random import counter_uniform, stream_key
 from ._state import GibbsCorpus, GibbsState, chunk_bounds, default_chunk
 from ._sweeps import (
     STREAMS,

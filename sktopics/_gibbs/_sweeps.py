@@ -33,7 +33,7 @@ import math
 import numpy as np
 import torch
 
-from ._random import counter_uniform, stream_key
+from .._random import counter_uniform, stream_key
 from ._state import chunk_bounds
 
 __all__ = [

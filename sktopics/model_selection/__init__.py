@@ -8,7 +8,8 @@ sequential Monte Carlo form); comparators :func:`ratio_ais` and
 "Evaluating topic models".
 """
 
-from ._ais import ais_log_likelihood, default_score, generative_view
+from .._evaluation._views import generative_view
+from ._ais import ais_log_likelihood
 from ._iteration_ais import iteration_ais
 from ._left_to_right import (
     document_completion_log_likelihood,
@@ -28,7 +29,6 @@ __all__ = [
     "ModelComparison",
     "ais_log_likelihood",
     "align_topics",
-    "default_score",
     "document_completion_log_likelihood",
     "generative_view",
     "iteration_ais",

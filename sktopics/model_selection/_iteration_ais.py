@@ -12,25 +12,13 @@ import numbers
 import numpy as np
 import torch
 
+from .._evaluation._ratio import iteration_segments
+from .._evaluation._tokens import schedule as _schedule
+from .._evaluation._views import check_eval_counts, generative_view
+from .._evaluation._zspace import resolve_kernel
+from .._random import root_key
 from ..utils._sklearn_compat import Interval, StrOptions, validate_params
 from ..utils._torch import resolve_device
-from ._ais import (
-    _anneal,
-    _batch_rows,
-    _check_counts,
-    _draw_prior,
-    _kernel_batches,
-    _log_phi_rows,
-    _logmeanexp_stats,
-    _resample,
-    _resolve_kernel,
-    _root_key,
-    _row_keys,
-    _schedule,
-    _topic_word_tensor,
-    _ZPath,
-    generative_view,
-)
 from ._results import HeldOutLikelihood
 
 __all__ = ["iteration_ais"]
@@ -122,48 +110,23 @@ def iteration_ais(
         raise ValueError("All snapshots must have the same number of topics and words.")
     two_polya_terms = path == "geometric" and any(
         not np.array_equal(m[1], mixes[0][1]) for m in mixes)
-    kernel = _resolve_kernel(kernel, device, blocked_valid=not two_polya_terms)
+    kernel = resolve_kernel(kernel, device, blocked_valid=not two_polya_terms)
     if kernel == "blocked" and two_polya_terms:
         raise ValueError("kernel='blocked' needs path='convex' or 'hybrid' when alphas change.")
-    X = _check_counts(X, n_features, integer=True)
-    root = _root_key(random_state)
-    b0 = _schedule(schedule, n_start_temperatures)
-    bseg = _schedule(schedule, n_segment_temperatures)
-    n_docs, n_snap = X.shape[0], len(mixes)
+    X = check_eval_counts(X, n_features, owner="iteration_ais")
+    outs, n_resampled = iteration_segments(
+        mixes, X, path=path, start_betas=_schedule(schedule, n_start_temperatures),
+        segment_betas=_schedule(schedule, n_segment_temperatures), n_chains=n_chains,
+        kernel=kernel, resample_threshold=resample_threshold, root=root_key(random_state),
+        device=device)
     lengths = np.asarray(X.sum(1)).ravel()
-    est = np.zeros((n_snap, n_docs))
-    se = np.zeros((n_snap, n_docs))
-    ess_min = np.full(n_snap, np.inf)
-    alphas = [torch.as_tensor(m[1], dtype=torch.float64, device=device) for m in mixes]
-    n_resampled = 0
-    phis = [_topic_word_tensor(m[0], device) for m in mixes]
-    for batch in _kernel_batches(lengths.astype(np.int64), n_chains, n_topics, kernel, device):
-        tokens, mask_r, n_active = _batch_rows(X, batch, n_chains, device)
-        keys = _row_keys(root, batch, n_chains, 60, device)
-        L_prev = _log_phi_rows(phis[0], tokens, n_chains, n_active)
-        z, c = _draw_prior(alphas[0], mask_r, keys, (0,), n_topics)
-        logw = _anneal(_ZPath("geometric", L_prev, alphas[0]), b0, z, c, mask_r, keys, kernel, stage=1)
-        for t in range(n_snap):
-            if t > 0 and resample_threshold > 0 and n_chains > 1:
-                logw, z, c, n_res = _resample(logw, z, c, n_chains, resample_threshold, keys, t)
-                n_resampled += n_res
-            if t > 0:
-                L_t = _log_phi_rows(phis[t], tokens, n_chains, n_active)
-                seg = _ZPath(path, L_t, alphas[t], L_prev, alphas[t - 1])
-                logw = logw + _anneal(seg, bseg, z, c, mask_r, keys, kernel, stage=(100 + t),
-                                      move_first=True)
-                L_prev = L_t
-            e, s, ess = _logmeanexp_stats(logw.view(len(batch), n_chains))
-            est[t, batch], se[t, batch] = e.cpu().numpy(), s.cpu().numpy()
-            ess_min[t] = min(ess_min[t], float(ess.min()))
     results = []
-    n_resampled = int(n_resampled)
     n_tok = float(lengths.sum())
-    for t in range(n_snap):
+    for t, out in enumerate(outs):
         temps = n_start_temperatures + t * (n_segment_temperatures + 1)
         results.append(HeldOutLikelihood(
-            per_document=est[t],
-            per_document_stderr=np.where(lengths > 0, se[t], 0.0),
+            per_document=out.estimate,
+            per_document_stderr=np.where(lengths > 0, out.stderr, 0.0),
             n_tokens=lengths,
             method="iteration-ais",
             settings=dict(snapshot=t, n_start_temperatures=n_start_temperatures,
@@ -173,6 +136,6 @@ def iteration_ais(
                           n_resampling_events=n_resampled,
                           random_state=random_state if isinstance(random_state, numbers.Integral) else None),
             n_token_updates=int(n_tok * n_chains * temps),
-            min_ess=float(ess_min[t]),
+            min_ess=out.min_ess(lengths > 0),
         ))
     return results

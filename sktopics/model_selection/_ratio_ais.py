@@ -27,180 +27,27 @@ than a short AIS run from the prior, so more of the budget goes to the path betw
 the models (``benchmarks/results/model_selection.md``).
 """
 
-import itertools
 import numbers
 import warnings
 
 import numpy as np
 import torch
-from scipy.optimize import linear_sum_assignment
 from sklearn.exceptions import ConvergenceWarning
 
+from .._evaluation._ratio import align_topics as _align_topics
+from .._evaluation._ratio import embed_smaller_model, ratio_direction
+from .._evaluation._tokens import schedule as _schedule
+from .._evaluation._views import check_eval_counts, generative_view, split_pipeline
+from .._evaluation._zspace import resolve_kernel
+from .._random import root_key
 from ..utils._sklearn_compat import Interval, StrOptions, validate_params
 from ..utils._torch import resolve_device
-from ._ais import (
-    _anneal,
-    _batch_rows,
-    _check_counts,
-    _draw_prior,
-    _draw_sequential,
-    _kernel_batches,
-    _kernel_fn,
-    _log_phi_rows,
-    _logmeanexp_stats,
-    _resolve_kernel,
-    _root_key,
-    _row_keys,
-    _schedule,
-    _split_pipeline,
-    _topic_word_tensor,
-    _uniform,
-    _ZPath,
-    ais_log_likelihood,
-    generative_view,
-)
+from ._ais import ais_log_likelihood
 from ._results import ModelComparison
 
-__all__ = ["align_topics", "embed_smaller_model", "ratio_ais"]
+__all__ = ["align_topics", "ratio_ais"]
 
-
-def align_topics(phi_a, phi_b):
-    """Permutation of B's topics matching A's (Hungarian on the Hellinger distance).
-
-    Returns ``perm`` such that ``phi_b[perm]`` is aligned with ``phi_a``.
-    """
-    sa, sb = np.sqrt(np.asarray(phi_a)), np.sqrt(np.asarray(phi_b))
-    cost = np.sqrt(np.maximum(0.5 * ((sa[:, None, :] - sb[None, :, :]) ** 2).sum(-1), 0.0))
-    rows, cols = linear_sum_assignment(cost)
-    perm = np.empty(len(rows), dtype=np.int64)
-    perm[rows] = cols
-    return perm
-
-
-def embed_smaller_model(phi_small, alpha_small, phi_large):
-    """Embed a K_s-topic LDA exactly into K_l > K_s topics, aligned with ``phi_large``.
-
-    Topics of the small model are matched to the large model's (Hungarian on the
-    Hellinger distance); for each unmatched large topic, the small topic closest to
-    it is duplicated and the Dirichlet mass of its copies is split in halves. By
-    Dirichlet aggregation p(w | model) is unchanged (evaluation.md section 3.5).
-    Returns ``(phi, alpha)`` with ``K_l`` rows, row k aligned with large topic k.
-    """
-    phi_small = np.asarray(phi_small, float)
-    alpha_small = np.asarray(alpha_small, float)
-    k_large = phi_large.shape[0]
-    sl, ss = np.sqrt(phi_large), np.sqrt(phi_small)
-    cost = np.sqrt(np.maximum(0.5 * ((sl[:, None, :] - ss[None, :, :]) ** 2).sum(-1), 0.0))
-    rows, cols = linear_sum_assignment(cost)  # rows: large topics, cols: small topics
-    source = np.full(k_large, -1)
-    source[rows] = cols
-    copies = {k: [int(r)] for r, k in zip(rows, cols)}
-    alpha = np.zeros(k_large)
-    alpha[rows] = alpha_small[cols]
-    for u in np.flatnonzero(source < 0):
-        k = int(np.argmin(cost[u]))
-        donor = max(copies[k], key=lambda r: alpha[r])
-        alpha[donor] /= 2.0
-        alpha[u] = alpha[donor]
-        source[u] = k
-        copies[k].append(int(u))
-    return phi_small[source].copy(), alpha
-
-
-def _exact_posterior(phi, alpha, tokens, mask, n_chains, keys, max_states=200_000):
-    """Exact draws of z ~ p(z | w) by enumeration (tiny documents; tests)."""
-    from scipy.special import gammaln
-
-    n_topics = phi.shape[0]
-    n_docs, n_max = tokens.shape
-    z_out = torch.zeros(n_docs * n_chains, n_max, dtype=torch.long)
-    tokens_np, mask_np = tokens.cpu().numpy(), mask.cpu().numpy()
-    u = _uniform(keys.cpu(), 11).numpy()
-    a_sum = alpha.sum()
-    cache = {}
-    for d in range(n_docs):
-        words = tokens_np[d][mask_np[d]]
-        n = len(words)
-        if n_topics**n > max_states:
-            raise ValueError("start='exact' enumerates K^N assignments: documents too long.")
-        key = tuple(words)
-        if key not in cache:
-            zs = np.array(list(itertools.product(range(n_topics), repeat=n)), dtype=np.int64).reshape(-1, n)
-            counts = np.stack([(zs == k).sum(1) for k in range(n_topics)], 1)
-            lp = (gammaln(a_sum) - gammaln(n + a_sum)
-                  + (gammaln(counts + alpha) - gammaln(alpha)).sum(1)
-                  + np.log(np.maximum(phi[zs, words], 1e-300)).sum(1))
-            p = np.exp(lp - lp.max())
-            cache[key] = (zs, np.cumsum(p) / p.sum())
-        zs, cum = cache[key]
-        idx = np.minimum(np.searchsorted(cum, u[d * n_chains:(d + 1) * n_chains]), len(cum) - 1)
-        z_out[d * n_chains:(d + 1) * n_chains, :n] = torch.from_numpy(zs[idx])
-    return z_out
-
-
-def _start_state(kind, phi_s, alpha_s, L_s, tokens, mask_r, keys, n_chains, start,
-                 start_betas, n_burnin, kernel, stage, device):
-    """Chains at (approximately) p(z | w, source); returns z, c, log-weights or None."""
-    n_topics = phi_s.shape[0]
-    alpha_t = torch.as_tensor(alpha_s, dtype=torch.float64, device=device)
-    z, c = _draw_prior(alpha_t, mask_r, keys, (stage, 0), n_topics)
-    if start == "exact":
-        z = _exact_posterior(phi_s, alpha_s, tokens, mask_r[::n_chains], n_chains, keys).to(device)
-        c = torch.zeros_like(c)
-        c.scatter_add_(1, z, mask_r.to(c.dtype))
-        return z, c, None
-    path = _ZPath("geometric", L_s, alpha_t)
-    if start in ("burnin", "sequential"):
-        u = None
-        if start == "sequential":
-            z, c, u = _draw_sequential(path, alpha_t, mask_r, keys, (stage, 2))
-        sweep = _kernel_fn(kernel, path)
-        for i in range(n_burnin):  # p(z | w, source)-invariant: the weights u stay valid
-            sweep(path, 1.0, z, c, mask_r, keys, (stage, 1, i))
-        return z, c, u
-    u = _anneal(path, start_betas, z, c, mask_r, keys, kernel, stage=(stage + 1))
-    return z, c, u
-
-
-def _combine(u, v, n_docs, n_chains):
-    v = v.view(n_docs, n_chains)
-    if u is None:
-        return _logmeanexp_stats(v)
-    u = u.view(n_docs, n_chains)
-    est = torch.logsumexp(u + v, 1) - torch.logsumexp(u, 1)
-    pi = torch.softmax(u, 1)
-    y = torch.exp(v - est.unsqueeze(1))
-    if n_chains > 1:
-        se = torch.sqrt((pi * pi * (y - 1.0) ** 2).sum(1))
-    else:
-        se = torch.full_like(est, float("nan"))
-    w = pi * y
-    ess = w.sum(1) ** 2 / (w * w).sum(1)
-    return est, se, ess
-
-
-def _run_direction(mix_src, mix_dst, X, batches_info, kind, betas, start, start_betas,
-                   n_burnin, n_chains, kernel, root, stage, device):
-    """log p(w | dst) - log p(w | src) per document, annealing src -> dst."""
-    (phi_s, alpha_s), (phi_d, alpha_d) = mix_src, mix_dst
-    n_docs = X.shape[0]
-    est, se = np.zeros(n_docs), np.zeros(n_docs)
-    ess_all = np.full(n_docs, float(n_chains))
-    a_src = torch.as_tensor(alpha_s, dtype=torch.float64, device=device)
-    a_dst = torch.as_tensor(alpha_d, dtype=torch.float64, device=device)
-    phi_src, phi_dst = _topic_word_tensor(phi_s, device), _topic_word_tensor(phi_d, device)
-    for batch in batches_info:
-        tokens, mask_r, n_active = _batch_rows(X, batch, n_chains, device)
-        keys = _row_keys(root, batch, n_chains, stage, device)
-        L_s = _log_phi_rows(phi_src, tokens, n_chains, n_active)
-        L_d = _log_phi_rows(phi_dst, tokens, n_chains, n_active)
-        z, c, u = _start_state(kind, phi_s, alpha_s, L_s, tokens, mask_r, keys, n_chains, start,
-                               start_betas, n_burnin, kernel, 20, device)
-        path = _ZPath(kind, L_d, a_dst, L_s, a_src)
-        v = _anneal(path, betas, z, c, mask_r, keys, kernel, stage=30, move_first=start == "ais")
-        e, s, ess = _combine(u, v, len(batch), n_chains)
-        est[batch], se[batch], ess_all[batch] = e.cpu().numpy(), s.cpu().numpy(), ess.cpu().numpy()
-    return est, se, ess_all
+align_topics = _align_topics
 
 
 @validate_params(
@@ -298,7 +145,7 @@ def ratio_ais(
         (``method="paired-ais"``, with a note in ``settings``).
     """
     device = resolve_device(device)
-    est_a, X = _split_pipeline(estimator_a, X)
+    est_a, X = split_pipeline(estimator_a, X)
     est_b = estimator_b[-1] if hasattr(estimator_b, "steps") else estimator_b
     view_a, view_b = generative_view(est_a), generative_view(est_b)
     if view_a.n_features != view_b.n_features:
@@ -313,7 +160,7 @@ def ratio_ais(
     if mix_a is None or mix_b is None:
         return _paired(view_a, view_b, X, n_temperatures, n_chains, schedule, device,
                        random_state, settings, kernel)
-    X = _check_counts(X, view_a.n_features, integer=True)
+    X = check_eval_counts(X, view_a.n_features, owner="ratio_ais")
     phi_a, alpha_a = np.asarray(mix_a[0], float), np.asarray(mix_a[1], float)
     phi_b, alpha_b = np.asarray(mix_b[0], float), np.asarray(mix_b[1], float)
     if phi_a.shape[0] < phi_b.shape[0]:
@@ -325,30 +172,30 @@ def ratio_ais(
         align_topics = False  # already aligned with A
     if "embedded" in settings and phi_a.shape[0] != phi_b.shape[0]:  # pragma: no cover
         raise AssertionError
-    perm = align_topics_fn(phi_a, phi_b) if align_topics else np.arange(phi_b.shape[0])
+    perm = _align_topics(phi_a, phi_b) if align_topics else np.arange(phi_b.shape[0])
     phi_b, alpha_b = phi_b[perm], alpha_b[perm]
     two_polya_terms = path == "geometric" and not np.array_equal(alpha_a, alpha_b)
-    kernel = _resolve_kernel(kernel, device, blocked_valid=not two_polya_terms)
+    kernel = resolve_kernel(kernel, device, blocked_valid=not two_polya_terms)
     if kernel == "blocked" and two_polya_terms:
         raise ValueError("kernel='blocked' is invalid on the geometric path with different "
                          "alphas; use path='hybrid' or kernel='collapsed'.")
-    root = _root_key(random_state)
+    root = root_key(random_state)
     betas = _schedule(schedule, n_temperatures)
     start_betas = _schedule(schedule, n_start_temperatures or n_temperatures)
     lengths = np.asarray(X.sum(1)).ravel()
-    batches = _kernel_batches(lengths.astype(np.int64), n_chains, phi_a.shape[0], kernel, device)
-    common = dict(X=X, batches_info=batches, kind=path, betas=betas, start=start,
-                  start_betas=start_betas, n_burnin=n_burnin_sweeps, n_chains=n_chains,
-                  kernel=kernel, root=root, device=device)
+    common = dict(X=X, path=path, betas=betas, start=start, start_betas=start_betas,
+                  n_burnin=n_burnin_sweeps, n_chains=n_chains, kernel=kernel, root=root,
+                  device=device)
     fwd = rev = fwd_se = rev_se = None
     ess_min = np.inf
     if direction in ("forward", "both"):
-        fwd, fwd_se, ess = _run_direction((phi_b, alpha_b), (phi_a, alpha_a), stage=40, **common)
-        ess_min = min(ess_min, float(ess[lengths > 0].min(initial=np.inf)))
+        out = ratio_direction((phi_b, alpha_b), (phi_a, alpha_a), stage=40, **common)
+        fwd, fwd_se = out.estimate, out.stderr
+        ess_min = min(ess_min, float(out.ess[lengths > 0].min(initial=np.inf)))
     if direction in ("reverse", "both"):
-        r, rev_se, ess = _run_direction((phi_a, alpha_a), (phi_b, alpha_b), stage=50, **common)
-        rev = -r
-        ess_min = min(ess_min, float(ess[lengths > 0].min(initial=np.inf)))
+        out = ratio_direction((phi_a, alpha_a), (phi_b, alpha_b), stage=50, **common)
+        rev, rev_se = -out.estimate, out.stderr
+        ess_min = min(ess_min, float(out.ess[lengths > 0].min(initial=np.inf)))
     if direction == "forward":
         per_doc, se = fwd, fwd_se
     elif direction == "reverse":
@@ -397,8 +244,6 @@ def _warn_if_unsettled(forward, reverse):
             stacklevel=4,  # the caller of ratio_ais, past the validation wrapper
         )
 
-
-align_topics_fn = align_topics
 
 
 def _paired(view_a, view_b, X, n_temperatures, n_chains, schedule, device, random_state,

@@ -8,8 +8,9 @@ with ``n_jobs > 1`` and as entries of a multi-metric ``scoring`` dict.
 
 import numbers
 
+from .._evaluation._views import split_pipeline
 from ..utils._sklearn_compat import Interval, StrOptions, validate_params
-from ._ais import _split_pipeline, ais_log_likelihood
+from ._ais import ais_log_likelihood
 from ._left_to_right import left_to_right_log_likelihood
 from ._ratio_ais import ratio_ais
 
@@ -28,7 +29,7 @@ class _HeldOutScorer:
         self.name = name
 
     def __call__(self, estimator, X, y=None):
-        model, Xt = _split_pipeline(estimator, X)
+        model, Xt = split_pipeline(estimator, X)
         return float(self.function(model, Xt, **self.kwargs).per_token)
 
     def __repr__(self):
@@ -42,7 +43,7 @@ class _RatioScorer:
         self.kwargs = kwargs
 
     def __call__(self, estimator, X, y=None):
-        model, Xt = _split_pipeline(estimator, X)
+        model, Xt = split_pipeline(estimator, X)
         reference = self.reference[-1] if hasattr(self.reference, "steps") else self.reference
         return float(ratio_ais(model, reference, Xt, **self.kwargs).per_token)
 
@@ -58,7 +59,7 @@ class _CoherenceScorer:
     def __call__(self, estimator, X, y=None):
         from ..metrics import npmi_coherence
 
-        model, Xt = _split_pipeline(estimator, X)
+        model, Xt = split_pipeline(estimator, X)
         result = npmi_coherence(model, Xt, top_n=self.top_n,
                                 zero_cooccurrence=self.zero_cooccurrence)
         return float(result.mean)

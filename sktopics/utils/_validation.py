@@ -8,7 +8,7 @@ from sklearn.exceptions import DataConversionWarning
 
 from ._sklearn_compat import validate_data
 
-__all__ = ["check_count_matrix", "check_topic_word"]
+__all__ = ["check_count_matrix", "check_counts", "check_topic_word"]
 
 
 def check_count_matrix(estimator, X, *, reset, integer_counts=False, min_samples=1):
@@ -44,21 +44,60 @@ def check_count_matrix(estimator, X, *, reset, integer_counts=False, min_samples
         ensure_min_samples=min_samples,
         ensure_all_finite=True,
     )
+    return check_counts(X, owner=type(estimator).__name__, integer_counts=integer_counts,
+                        stacklevel=4)
+
+
+def check_counts(X, *, owner, n_features=None, integer_counts=False, stacklevel=3):
+    """The count policy on a matrix already converted to numbers: CSR, finite, >= 0.
+
+    Parameters
+    ----------
+    X : {array-like, sparse matrix} of shape (n_samples, n_features)
+    owner : str
+        Who asks (named in messages): an estimator's class or a function.
+    n_features : int or None
+        When given, the number of columns ``X`` must have (the model's vocabulary).
+    integer_counts : bool, default=False
+        Round non-integer entries, with a
+        :class:`~sklearn.exceptions.DataConversionWarning`.
+    stacklevel : int
+        Of the warning, counted from this function.
+
+    Returns
+    -------
+    X : scipy.sparse.csr_matrix
+        float CSR with sorted indices; never the caller's object when a change
+        (conversion, rounding, sorting) is needed.
+    """
+    if not sp.issparse(X):
+        X = np.asarray(X)
+        if X.ndim != 2:
+            raise ValueError(f"X must be 2-D; got shape {X.shape}.")
     X = sp.csr_matrix(X) if not sp.isspmatrix_csr(X) else X
+    if X.dtype not in (np.float64, np.float32):
+        X = X.astype(np.float64)
+    if n_features is not None and X.shape[1] != n_features:
+        raise ValueError(
+            f"X has {X.shape[1]} features, but {owner} expects {n_features} (the model's "
+            "vocabulary size)."
+        )
     values = X.data
+    if values.size and not np.all(np.isfinite(values)):
+        raise ValueError(f"X passed to {owner} contains NaN or infinite values.")
     if values.size and values.min() < 0:
         raise ValueError(
-            f"Negative values in data passed to {type(estimator).__name__}: a "
+            f"Negative values in data passed to {owner}: a "
             "document-term matrix holds non-negative counts."
         )
     if integer_counts and values.size:
         rounded = np.rint(values)
         if not np.array_equal(rounded, values):
             warnings.warn(
-                f"{type(estimator).__name__} samples integer token counts; "
+                f"{owner} needs integer token counts; "
                 "non-integer entries were rounded to the nearest integer.",
                 DataConversionWarning,
-                stacklevel=3,
+                stacklevel=stacklevel,
             )
             X = X.copy()
             X.data = rounded

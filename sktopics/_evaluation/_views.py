@@ -1,0 +1,70 @@
+"""What the evaluators are given: a model's generative view and the counts to score."""
+
+import numpy as np
+import scipy.sparse as sp
+
+from .._generative import DirichletPrior, GenerativeView, MixtureLikelihood
+from ..utils._validation import check_counts
+
+__all__ = ["check_eval_counts", "generative_view", "split_pipeline"]
+
+
+def generative_view(estimator):
+    """The generative view of a fitted model: what the evaluators see of it.
+
+    Parameters
+    ----------
+    estimator : estimator, Pipeline, view or (topic_word, alpha) tuple
+        A fitted sktopics estimator (anything with ``_generative_view()``), a
+        :class:`~sklearn.pipeline.Pipeline` ending in one, a view (returned as
+        is), or a pair ``(topic_word, alpha)`` describing LDA with a Dirichlet prior.
+
+    Returns
+    -------
+    view : GenerativeView or PAMGenerativeView
+        An object following the protocol of :mod:`sktopics._generative`
+        (``token_mixture()``, ``path_mixture()``, ``prior``, ``likelihood``,
+        ``n_features``, ``proposal``).
+    """
+    if isinstance(estimator, GenerativeView) or all(
+        hasattr(estimator, a) for a in ("prior", "likelihood", "n_features", "token_mixture")
+    ):
+        return estimator
+    if isinstance(estimator, tuple) and len(estimator) == 2:
+        phi = np.asarray(estimator[0], dtype=np.float64)
+        alpha = np.broadcast_to(np.asarray(estimator[1], dtype=np.float64), (phi.shape[0],))
+        if phi.ndim != 2 or np.any(phi < 0) or np.any(alpha <= 0):
+            raise ValueError("(topic_word, alpha) needs a non-negative 2-D topic_word and alpha > 0.")
+        phi = phi / phi.sum(1, keepdims=True)
+        return GenerativeView(
+            prior=DirichletPrior(np.array(alpha)),
+            likelihood=MixtureLikelihood(phi),
+            n_features=phi.shape[1],
+        )
+    if hasattr(estimator, "steps"):
+        estimator = estimator[-1]
+    if hasattr(estimator, "_generative_view"):
+        return estimator._generative_view()
+    raise TypeError(
+        f"{type(estimator).__name__} exposes no generative view: pass a fitted sktopics "
+        "estimator, a Pipeline ending in one, a GenerativeView or (topic_word, alpha)."
+    )
+
+
+def split_pipeline(estimator, X):
+    """(final step, X transformed by the preceding steps) for a Pipeline."""
+    if hasattr(estimator, "steps") and len(estimator.steps) > 1:
+        return estimator[-1], estimator[:-1].transform(X)
+    if hasattr(estimator, "steps"):
+        return estimator[-1], X
+    return estimator, X
+
+
+def check_eval_counts(X, n_features, integer=True, owner="this estimator"):
+    """Held-out counts as float64 CSR over the model's vocabulary (the shared policy)."""
+    if sp.issparse(X):
+        X = sp.csr_matrix(X, dtype=np.float64)
+    else:
+        X = np.asarray(X, dtype=np.float64)
+    return check_counts(X, owner=owner, n_features=n_features, integer_counts=integer,
+                        stacklevel=4)
