@@ -113,7 +113,9 @@ json.dump(out, open(sys.argv[1], "w"))
 def run(tree, code, env=None):
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "out"
-        env = {**os.environ, **(env or {}), "PYTHONPATH": str(Path(tree).resolve())}
+        data = os.path.abspath(os.environ.get("SKTOPICS_DATA", "../shared/data"))
+        env = {**os.environ, **(env or {}), "PYTHONPATH": str(Path(tree).resolve()),
+               "SKTOPICS_DATA": data}
         subprocess.run([sys.executable, "-c", code, str(out)], check=True, env=env, cwd=tmp)
         return out.read_bytes()
 

@@ -8,8 +8,9 @@ randomness" of ``gibbs.md`` section 6 and ``evaluation.md``.
 
 * :func:`stream_key` / :func:`counter_uniform`: the SplitMix64 finaliser applied to
   a 64-bit counter (the Gibbs sweeps: 24-bit float32 uniforms).
-* Keyed streams for evaluation: :func:`root_key`, :func:`row_keys`, :func:`bits`,
-  :func:`uniform`, :func:`normal`, and the samplers :func:`counter_log_gamma`,
+* Keyed streams for evaluation, on the same finaliser: :func:`root_key`,
+  :func:`row_keys`, :func:`bits`, :func:`uniform`, :func:`stream_uniform`,
+  :func:`normal`, and the samplers :func:`counter_log_gamma`,
   :func:`counter_log_dirichlet`.
 * :func:`marsaglia_tsang`: the Gamma acceptance step shared by every Gamma sampler
   (counter-based here, generator-based in :mod:`sktopics._gibbs._infer`).
@@ -28,11 +29,14 @@ __all__ = [
     "categorical",
     "counter_log_dirichlet",
     "counter_log_gamma",
+    "counter_key",
     "counter_uniform",
+    "marsaglia_tsang",
     "normal",
     "root_key",
     "row_keys",
     "stream_key",
+    "stream_uniform",
     "uniform",
 ]
 
@@ -40,7 +44,6 @@ _MASK64 = (1 << 64) - 1
 _GOLDEN = 0x9E3779B97F4A7C15
 _MIX1 = 0xBF58476D1CE4E5B9
 _MIX2 = 0x94D049BB133111EB
-_INV_2_24 = 1.0 / (1 << 24)
 
 
 def _signed(value):
@@ -81,14 +84,26 @@ def counter_uniform(key, index):
     u : torch.Tensor of float32
         24-bit uniforms, ``u = m / 2**24`` with ``m`` in ``[0, 2**24)``.
     """
-    # In place with one scratch tensor: two int64 temporaries instead of a dozen.
-    x = index.mul(_signed(_GOLDEN)).add_(key)
+    x = _finalise(index.mul(_signed(_GOLDEN)).add_(key))
+    return _top_bits(x, 24, torch.float32)
+
+
+def _finalise(x):
+    """The SplitMix64 finaliser of an int64 tensor, in place (returns ``x``).
+
+    In place with one scratch tensor: two int64 temporaries instead of a dozen.
+    """
     shifted = torch.empty_like(x)
     for shift, multiplier in ((30, _MIX1), (27, _MIX2), (31, None)):
         x.bitwise_xor_(_logical_shift_right(x, shift, out=shifted))
         if multiplier is not None:
             x.mul_(_signed(multiplier))
-    return _logical_shift_right(x, 40, out=shifted).to(torch.float32).mul_(_INV_2_24)
+    return x
+
+
+def _top_bits(x, n_bits, dtype):
+    """``m / 2**n_bits`` from the top ``n_bits`` bits ``m`` of ``x`` (consumes ``x``)."""
+    return _logical_shift_right(x, 64 - n_bits, out=x).to(dtype).mul_(1.0 / (1 << n_bits))
 
 
 def _logical_shift_right(x, shift, out):
@@ -97,97 +112,121 @@ def _logical_shift_right(x, shift, out):
     return out.bitwise_and_((1 << (64 - shift)) - 1)
 
 
-# ------------------------------------------------------------- keyed evaluation streams
 
-_M32 = 0xFFFFFFFF
-_TWO32 = float(2**32)
+
+# ------------------------------------------------------------- keyed evaluation streams
+#
+# The evaluators key every random number by (seed, document, chain, stage,
+# temperature, position): a row's key (:func:`row_keys`) mixed with counters. A
+# counter mixes into a 64-bit state ``h`` as one SplitMix64 step, ``finalise(h +
+# counter * golden)`` (Python-int counters are folded into one constant first), so
+# equal keys and counters give equal bits on every device and for every batching.
+
 #: Marsaglia-Tsang attempts drawn at once per Gamma variate. Each is accepted with
 #: probability above 0.95, so on a GPU 16 attempts leave nothing for the loop that
 #: would need a host synchronisation to see that nothing is left (CPU: cheaper).
 _GAMMA_TRIES = {"cpu": 3, "cuda": 16}
 
 
-def _mul32(x, c):
-    """(x * c) mod 2^32 for 0 <= x < 2^32 without int64 overflow."""
-    lo, hi = c & 0xFFFF, c >> 16
-    return (x * lo + (((x * hi) & 0xFFFF) << 16)) & _M32
-
-
-def _hash32(x):
-    """lowbias32 integer hash (C. Wellons) on int64 tensors holding 32-bit values."""
-    x = x ^ (x >> 16)
-    x = _mul32(x, 0x7FEB352D)
-    x = x ^ (x >> 15)
-    x = _mul32(x, 0x846CA68B)
-    x = x ^ (x >> 16)
-    return x
-
-
-def _hash32_int(x):
-    x &= _M32
-    x ^= x >> 16
-    x = (x * 0x7FEB352D) & _M32
-    x ^= x >> 15
-    x = (x * 0x846CA68B) & _M32
-    x ^= x >> 16
-    return x
+def counter_key(*counters):
+    """One signed 64-bit constant from Python-int counters (a stage, a temperature...)."""
+    key = 0x243F6A8885A308D3
+    for counter in counters:
+        key = _mix_python(key ^ (int(counter) * _GOLDEN + 0x13198A2E03707344))
+    return _signed(key)
 
 
 def _mix(h, counter):
-    if not torch.is_tensor(counter):
-        return _hash32(h ^ _hash32_int(int(counter) + 0x9E3779B9))
-    return _hash32(h ^ _hash32((counter + 0x9E3779B9) & _M32))
+    """One tensor counter into the int64 states ``h`` (a new tensor)."""
+    return _finalise(h + counter * _signed(_GOLDEN))
 
 
 def bits(keys, *counters):
-    """Random bits keyed by ``keys`` and the counters (broadcast together)."""
+    """64 random bits (int64) keyed by ``keys`` and the counters (broadcast together)."""
     h = keys
-    for counter in counters:
+    python = [c for c in counters if not torch.is_tensor(c)]
+    tensors = [c for c in counters if torch.is_tensor(c)]
+    if python:  # the scalar counters fold into one constant: one pass over the tensor
+        h = _finalise(h.add(counter_key(*python)))
+    for counter in tensors:
         h = _mix(h, counter)
-    return h
+    return h if h is not keys else keys.clone()
 
 
 def uniform(keys, *counters, dtype=torch.float64):
-    """Uniform(0, 1) variates, a pure function of the keys and counters."""
-    return (bits(keys, *counters).to(dtype) + 0.5) / _TWO32
+    """Uniform(0, 1) variates (open interval), a pure function of keys and counters.
+
+    52 random bits for float64, 23 for float32, as ``(2m + 1) / 2^(bits + 1)``:
+    never 0 nor 1, so that an inverse-CDF draw never lands on a zero-probability
+    category nor past the last one.
+    """
+    return stream_uniform(bits(keys, *counters[:-1]) if counters else keys,
+                          *counters[-1:], dtype=dtype)
+
+
+def stream_uniform(base, *counters, dtype=torch.float32):
+    """Uniforms of per-element states ``base`` (from :func:`bits`) and counters.
+
+    One SplitMix64 step per element whatever the counters: the cheap way to draw a
+    fresh uniform per token at every temperature from a per-token ``base`` made once.
+    """
+    if counters and any(torch.is_tensor(c) for c in counters):
+        x = bits(base, *counters)
+    else:
+        x = _finalise(base.add(counter_key(*counters)))
+    # (2m + 1) / 2^(n + 1) for the top n bits m: exact in the dtype, in (0, 1)
+    n_bits = 52 if dtype == torch.float64 else 23
+    x = _logical_shift_right(x, 64 - n_bits, out=x).mul_(2).add_(1)
+    return x.to(dtype).mul_(1.0 / (1 << (n_bits + 1)))
 
 
 def normal(keys, *counters, dtype=torch.float64):
     """Standard normal variates (Box-Muller), a pure function of the keys and counters."""
-    u1 = uniform(keys, *counters, 0, dtype=dtype)
-    u2 = uniform(keys, *counters, 1, dtype=dtype)
+    h = bits(keys, *counters)
+    u1 = stream_uniform(h, 0, dtype=dtype)
+    u2 = stream_uniform(h, 1, dtype=dtype)
     return torch.sqrt(-2.0 * torch.log(u1)) * torch.cos(2.0 * math.pi * u2)
 
 
-def _marsaglia_tsang(d, cc, elem_keys, tries):
-    """Attempts ``tries`` (T, 1...) for elements keyed by ``elem_keys``: (accepted, log g)."""
-    x = normal(elem_keys, tries)
-    u = uniform(elem_keys, tries, 2)
-    v = (1.0 + cc * x) ** 3
-    v_pos = v.clamp_min(1e-300)
-    ok = (v > 0) & (torch.log(u) < 0.5 * x * x + d - d * v + d * torch.log(v_pos))
-    return ok, torch.log(d) + torch.log(v_pos)
+def marsaglia_tsang(d, c, x, u):
+    """Marsaglia & Tsang's (2000) acceptance step for Gamma(d + 1/3) variates.
+
+    ``d = a - 1/3`` and ``c = 1 / sqrt(9 d)``, ``x`` standard normal and ``u``
+    uniform proposals (broadcast with ``d``). Returns ``(log(d v^3), accepted)``;
+    the log is NaN where ``v <= 0``, which is never accepted.
+    """
+    v = torch.mul(c, x).add_(1.0)
+    log_v = torch.log(v)  # NaN where v <= 0: rejected by the comparison below
+    # Accept when log u < x^2 / 2 + d (1 - v^3 + log v^3); in-place to save passes.
+    bound = torch.mul(v, v).mul_(v).neg_().add_(1.0).add_(log_v, alpha=3.0)
+    bound.mul_(d).addcmul_(x, x, value=0.5)
+    accept = torch.log(u.clamp_min(torch.finfo(u.dtype).tiny)) < bound
+    return torch.add(torch.log(d), log_v, alpha=3.0), accept
 
 
 def counter_log_gamma(shape, keys, *counters, n_tries=None):
-    """log of Gamma(shape, 1) variates (Marsaglia & Tsang), shape (B, K), keys (B, 1).
+    """log of Gamma(shape, 1) variates, shape (B, K), keys (B, 1): counter-based.
 
     Exact: attempts continue (for the few rejected elements only) until accepted.
     Attempt ``t`` of an element is a function of its key and ``t``, so the result
-    does not depend on ``n_tries``, the attempts made in the first round.
+    does not depend on ``n_tries``, the attempts made in the first round. Shapes
+    below 1 use ``Gamma(a) = Gamma(a + 1) U^(1/a)``, in the log domain.
     """
     device = shape.device
     if n_tries is None:
         n_tries = _GAMMA_TRIES.get(device.type, _GAMMA_TRIES["cuda"])
-    n_topics = shape.shape[-1]
     boost = shape < 1
-    a = torch.where(boost, shape + 1.0, shape)
-    d = a - 1.0 / 3.0
-    cc = 1.0 / torch.sqrt(9.0 * d)
-    topic = torch.arange(n_topics, device=device).view(1, -1)
+    d = torch.where(boost, shape + 1.0, shape) - 1.0 / 3.0
+    c = torch.rsqrt(9.0 * d)
+    topic = torch.arange(shape.shape[-1], device=device).view(1, -1)
     elem = bits(keys, *counters, topic)  # (B, K)
+
+    def attempts(d, c, elem, tries):
+        return marsaglia_tsang(d, c, normal(elem, tries, dtype=d.dtype),
+                               stream_uniform(elem, tries, 2, dtype=d.dtype))
+
     tries = torch.arange(n_tries, device=device).view(-1, 1, 1)
-    ok, log_g_all = _marsaglia_tsang(d, cc, elem, tries)
+    log_g_all, ok = attempts(d, c, elem, tries)
     first = torch.argmax(ok.to(torch.int8), dim=0, keepdim=True)
     log_g = torch.gather(log_g_all, 0, first).squeeze(0)
     accepted = ok.any(0)
@@ -195,14 +234,13 @@ def counter_log_gamma(shape, keys, *counters, n_tries=None):
     while not bool(accepted.all()):
         idx = torch.nonzero(~accepted, as_tuple=True)
         t = torch.arange(offset, offset + n_tries, device=device).view(-1, 1)
-        ok_s, lg_s = _marsaglia_tsang(d[idx], cc[idx], elem[idx], t)
+        lg_s, ok_s = attempts(d[idx], c[idx], elem[idx], t)
         first_s = torch.argmax(ok_s.to(torch.int8), dim=0, keepdim=True)
-        new_lg = torch.gather(lg_s, 0, first_s).squeeze(0)
         got = ok_s.any(0)
-        log_g[idx] = torch.where(got, new_lg, log_g[idx])
+        log_g[idx] = torch.where(got, torch.gather(lg_s, 0, first_s).squeeze(0), log_g[idx])
         accepted[idx] = got
         offset += n_tries
-    u_boost = uniform(elem, 3)
+    u_boost = stream_uniform(elem, 3, dtype=shape.dtype)
     return torch.where(boost, log_g + torch.log(u_boost) / shape, log_g)
 
 
@@ -221,7 +259,7 @@ def categorical(logits, u):
 
 
 def root_key(random_state):
-    """A 32-bit root key from ``random_state`` (int, None or RandomState)."""
+    """A 64-bit root key (signed int) from ``random_state`` (int, None or RandomState)."""
     if random_state is None:
         seed = int(np.random.randint(np.iinfo(np.int32).max))
     elif isinstance(random_state, numbers.Integral):
@@ -230,13 +268,13 @@ def root_key(random_state):
         seed = int(random_state.randint(np.iinfo(np.int32).max))
     else:
         raise ValueError(f"random_state must be an int, None or a RandomState; got {random_state!r}")
-    return int(np.random.SeedSequence(seed).generate_state(1)[0])
+    state = np.random.SeedSequence(seed).generate_state(2, dtype=np.uint64)
+    return _signed(int(state[0]))
 
 
 def row_keys(root, doc_ids, n_chains, stream, device):
     """Keys of the (document, chain) rows: document-major, chain-minor."""
     docs = torch.as_tensor(np.asarray(doc_ids, dtype=np.int64), device=device)
-    docs = docs.repeat_interleave(n_chains)
-    chains = torch.arange(n_chains, device=device).repeat(len(doc_ids))
-    base = torch.full_like(docs, root)
-    return bits(base, stream, docs, chains)
+    rows = docs.repeat_interleave(n_chains) * n_chains
+    rows += torch.arange(n_chains, device=device).repeat(len(doc_ids))
+    return bits(torch.full_like(rows, counter_key(root, stream)), rows)

@@ -174,8 +174,8 @@ def test_ais_with_ess_resampling_stays_unbiased(monkeypatch, kernel):
     # kernels; at N_REP / 4 documents the collapsed kernel's bias was only 2-5 of them)
     resample = zspace_mod.resample_chains
 
-    def weights_only(logw, z, c, *args):
-        return resample(logw, z, c, *args)[0], z.clone(), c.clone(), 1
+    def weights_only(logw, z, c, *args):  # the weights reset, the states left alone
+        return resample(logw, z.clone(), c.clone(), *args)[0], 1
 
     monkeypatch.setattr(zspace_mod, "resample_chains", weights_only)
     bad = ais_log_likelihood((PHI, ALPHA), repeated(n=2 * N_REP), resample_threshold=0.9, **kw)
@@ -354,11 +354,10 @@ def _sequential_start(n_burnin, n=N_REP, seed=0):
 
     X = sp.csr_matrix(repeated(n=n))
     cpu = torch.device("cpu")
-    (batch,) = token_batches(X, n_chains=1, n_topics=3, kernel="collapsed", device=cpu,
-                             root=root_key(seed), stream=20)
-    L = log_phi_rows(topic_word_tensor(PHI_B, cpu), batch.tokens, 1, batch.n_active)
-    z, c, u = start_state(PHI_B, ALPHA_B, L, batch.tokens, batch.mask, batch.keys, 1,
-                          "sequential", None, n_burnin, "collapsed", 20, cpu)
+    (batch,) = token_batches(X, n_chains=1, n_topics=3, device=cpu, root=root_key(seed),
+                             stream=20)
+    L = log_phi_rows(topic_word_tensor(PHI_B, cpu), batch)
+    z, c, u = start_state(PHI_B, ALPHA_B, L, batch, "sequential", None, n_burnin, "collapsed", 20)
     return z.numpy(), c.numpy(), u.numpy()
 
 
@@ -434,20 +433,15 @@ def test_negative_control_jacobi_kernel_is_detected(monkeypatch):
     # a fully parallel update of all tokens from stale counts is not a valid kernel:
     # the unbiasedness test must catch it
     import sktopics._evaluation._zspace as zspace_mod
-    from sktopics._random import categorical as _categorical
-    from sktopics._random import uniform as _uniform
 
-    def jacobi(path, b, z, c, mask, keys, counters):
-        u = _uniform(keys.view(-1, 1), *counters, torch.arange(z.shape[1]).view(1, -1))
-        new = z.clone()
-        for j in range(z.shape[1]):
-            stale = c.clone()
-            stale.scatter_add_(1, z[:, j : j + 1], -mask[:, j : j + 1].double())
-            draw = _categorical(path.cond_logits(b, stale, j), u[:, j])
-            new[:, j] = torch.where(mask[:, j], draw, z[:, j])
-        z.copy_(new)
-        c.zero_()
-        c.scatter_add_(1, z, mask.double())
+    def jacobi(path, b, z, c, counters):
+        batch = path.batch
+        u = batch.uniforms(*counters).double()
+        stale = c[batch.row].clone()  # every token's row counts, before the sweep
+        stale[torch.arange(batch.n_tokens), z] -= 1
+        cum = torch.cumsum(torch.exp(path.cond_logits(b, stale, path.LA.tok)), -1)
+        z.copy_(torch.searchsorted(cum, u.view(-1, 1) * cum[:, -1:]).view(-1))
+        c.copy_(batch.counts(z, c.shape[1]))
 
     monkeypatch.setattr(zspace_mod, "sweep_collapsed", jacobi)
     exact = exact_log_likelihood(PHI, ALPHA, words_of(DOC))
@@ -596,18 +590,21 @@ def test_iteration_ais_with_resampling_stays_unbiased():
 
 
 def _eager_sweep(conditional):
-    """A sequential collapsed sweep written plainly, one position at a time over all rows."""
-    from sktopics._random import uniform
+    """A sequential collapsed sweep written plainly in float64, position by position.
 
-    def sweep(path, b, z, c, mask, keys, counters):
-        u = uniform(keys.view(1, -1), *counters, torch.arange(z.shape[1]).view(-1, 1))
-        for j in range(z.shape[1]):
-            on = mask[:, j : j + 1].to(c.dtype)
-            c.scatter_add_(1, z[:, j : j + 1], -on)
-            cum = torch.cumsum(conditional(path, b, c, j), -1)
-            k = torch.searchsorted(cum, u[j].view(-1, 1) * cum[:, -1:]).clamp_(max=c.shape[1] - 1)
-            z[:, j] = torch.where(mask[:, j], k.view(-1), z[:, j])
-            c.scatter_add_(1, z[:, j : j + 1], on)
+    ``conditional(path, b, c, sl)`` gives the unnormalised conditional (rows, K) of the
+    tokens ``sl`` of one position given the other tokens' counts ``c`` of their rows.
+    """
+
+    def sweep(path, b, z, c, counters):
+        batch = path.batch
+        u = batch.uniforms(*counters)
+        for n, o in zip(batch.n_active, batch.offsets):
+            sl = slice(o, o + n)
+            c[torch.arange(n), z[sl]] -= 1
+            cum = torch.cumsum(conditional(path, b, c[:n], sl), -1)
+            z[sl] = torch.searchsorted(cum, u[sl].double().view(-1, 1) * cum[:, -1:]).view(-1)
+            c[torch.arange(n), z[sl]] += 1
 
     return sweep
 
@@ -625,7 +622,7 @@ def test_compiled_lockstep_loops_match_the_eager_sweep(monkeypatch, path):
     monkeypatch.setattr(zspace_mod, "scripted", lambda fn: fn)  # the same loops, uncompiled
     plain = ratio_ais((phi, alpha), (PHI_B[:, :4], ALPHA_B), X, **kw)
     monkeypatch.setattr(zspace_mod, "sweep_collapsed", _eager_sweep(
-        lambda path, b, c, j: torch.exp(path.cond_logits(b, c, j))))
+        lambda path, b, c, sl: torch.exp(path.cond_logits(b, c, path.LA.tok[sl]))))
     eager = ratio_ais((phi, alpha), (PHI_B[:, :4], ALPHA_B), X, **kw)
     for other in (plain, eager):
         np.testing.assert_allclose(compiled.forward, other.forward, rtol=0, atol=1e-9)
@@ -644,7 +641,7 @@ def test_compiled_pam_loop_matches_the_eager_sweep(monkeypatch, full_dag):
     kw = dict(n_temperatures=8, n_chains=3, random_state=3)
     compiled = ais_log_likelihood(view, X, **kw)
     monkeypatch.setattr(zspace_mod, "sweep_collapsed", _eager_sweep(
-        lambda path, b, c, j: path.urn.weights(c)
-        * path.word_table(b).index_select(0, path.LA.tokens[:, j])))
+        lambda path, b, c, sl: path.urn.weights(c)
+        * torch.exp(b * path.LA.table[path.LA.tok[sl]][:, path.path_leaf])))
     eager = ais_log_likelihood(view, X, **kw)
     np.testing.assert_allclose(compiled.per_document, eager.per_document, rtol=0, atol=1e-9)

@@ -10,9 +10,16 @@ filter (:mod:`._smc`) uses the same urn.
 import numpy as np
 import torch
 
-from .._random import categorical, counter_log_dirichlet, counter_log_gamma, uniform
+from .._random import counter_log_dirichlet, counter_log_gamma
 from ._tokens import PerDocument, schedule, token_batches
-from ._zspace import anneal, log_phi_rows, scripted, topic_word_tensor
+from ._zspace import (
+    anneal,
+    inverse_cdf,
+    log_phi_rows,
+    sampling_table,
+    scripted,
+    topic_word_tensor,
+)
 
 __all__ = ["PAMPathPredictive", "PAMZPath", "pam_ais", "path_arrays"]
 
@@ -63,8 +70,8 @@ class PAMPathPredictive:
         return factor[:, self.path_super] * (c + self.alpha_path)
 
 
-def _pam_steps(c, n_super, z_t, u_t, tokens_t, table, alpha_path, alpha_root, node_total,
-               path_super, n_active: list[int]):
+def _pam_steps(c, n_super, z, u, tok, table, alpha_path, alpha_root, node_total, path_super,
+               offsets: list[int], n_active: list[int]):
     """The lock-step loop of the collapsed sweep for PAM paths (:class:`PAMZPath`).
 
     The conditional of a path (s, t) is (n_s + alpha_root_s) / (n_s + A_s) x (c_st +
@@ -73,22 +80,19 @@ def _pam_steps(c, n_super, z_t, u_t, tokens_t, table, alpha_path, alpha_root, no
     ``n_super`` is not recomputed from ``c`` (an O(P x S) product) at every step.
     Other arguments as in :func:`._zspace._shifted_steps`.
     """
-    n_paths = c.shape[1]
     ones = torch.ones(c.shape[0], 1, dtype=c.dtype, device=c.device)
     for j in range(len(n_active)):
         n = n_active[j]
-        if n == 0:
-            break
+        o = offsets[j]
         cj, nsj = c[:n], n_super[:n]
-        old = z_t[j, :n].view(-1, 1)
-        cj.scatter_add_(1, old, -ones[:n])
-        nsj.scatter_add_(1, path_super.index_select(0, old.view(-1)).view(-1, 1), -ones[:n])
+        zj = z[o : o + n].view(-1, 1)
+        cj.scatter_add_(1, zj, -ones[:n])
+        nsj.scatter_add_(1, path_super.index_select(0, zj.view(-1)).view(-1, 1), -ones[:n])
         factor = ((nsj + alpha_root) / (nsj + node_total)).index_select(1, path_super)
-        cum = torch.cumsum(factor * (cj + alpha_path) * table.index_select(0, tokens_t[j, :n]), -1)
-        k = torch.searchsorted(cum, u_t[j, :n].view(-1, 1) * cum[:, -1:]).clamp_(max=n_paths - 1)
-        z_t[j, :n] = k.view(-1)
-        cj.scatter_add_(1, k, ones[:n])
-        nsj.scatter_add_(1, path_super.index_select(0, k.view(-1)).view(-1, 1), ones[:n])
+        cum = torch.cumsum(factor * (cj + alpha_path) * table.index_select(0, tok[o : o + n]), -1)
+        torch.searchsorted(cum, u[o : o + n].view(-1, 1) * cum[:, -1:], out=zj)
+        cj.scatter_add_(1, zj, ones[:n])
+        nsj.scatter_add_(1, path_super.index_select(0, zj.view(-1)).view(-1, 1), ones[:n])
 
 
 class PAMZPath:
@@ -97,69 +101,67 @@ class PAMZPath:
     ``L`` (:class:`~._zspace.TokenLogPhi`) is log phi of the leaves at the tokens and
     ``path_leaf`` the leaf of each path. Conditional of a token given the others:
     (n_s + alpha_root_s) (n_st + alpha_st) / (n_s + A_s) phi[t, w]^b; ``urn``
-    (:class:`PAMPathPredictive`) gives all but the word factor.
+    (:class:`PAMPathPredictive`) gives all but the word factor. The loop samples in
+    float32, as the z-space kernels do (:mod:`._zspace`).
     """
 
     kind = "pam"
 
-    def __init__(self, L, alpha_root, alpha_path, path_super, path_leaf):
+    def __init__(self, batch, L, alpha_root, alpha_path, path_super, path_leaf):
+        self.batch = batch
         self.LA = L
-        self.n_active = L.n_active
         self._table_b, self._table = None, None
         self.urn = PAMPathPredictive(alpha_root, alpha_path, path_super)
+        self._urn32 = PAMPathPredictive(alpha_root.float(), alpha_path.float(), path_super)
         self.path_leaf = path_leaf
 
     def word_table(self, b):
-        """``phi[t, w]^b`` per path (V', P), cached for the current temperature.
+        """``phi[t, w]^b`` per path (V', P) for sampling, cached for the current temperature.
 
         The powers are taken on the leaves (V', T) and spread over the paths: with
         every super-topic over every leaf there are n_super times fewer ``exp``.
         """
         if self._table_b != b:
-            leaf_table = torch.exp(b * self.LA.table)
+            leaf_table = sampling_table(b * self.LA.table)[0]
             self._table, self._table_b = leaf_table.index_select(1, self.path_leaf), b
         return self._table
 
-    def lock_step(self, b, c, z_t, u_t):
-        urn = self.urn
-        scripted(_pam_steps)(c, urn.super_counts(c), z_t, u_t, self.LA.tokens_t,
-                             self.word_table(b), urn.alpha_path, urn.alpha_root,
-                             urn.node_total, urn.path_super, self.n_active)
+    def lock_step(self, b, c, z, u):
+        urn, batch = self._urn32, self.batch
+        c32 = c.float()
+        scripted(_pam_steps)(c32, urn.super_counts(c32), z, u, self.LA.tok, self.word_table(b),
+                             urn.alpha_path, urn.alpha_root, urn.node_total, urn.path_super,
+                             batch.offsets, batch.n_active)
+        c.copy_(c32)
 
-    def increment(self, b0, b1, z, c, mask):
-        leaf = self.path_leaf.index_select(0, z.view(-1)).view_as(z)
-        return (b1 - b0) * self.LA.gather(leaf, mask).sum(-1)
+    def increment(self, b0, b1, z, c):
+        return (b1 - b0) * self.batch.row_sum(self.LA.gather(self.path_leaf.index_select(0, z)))
 
     def blocked(self, b):
         return None
 
 
-def draw_pam_prior(alpha_root, alpha_path, path_super, n_super, mask, keys, counters):
+def draw_pam_prior(alpha_root, alpha_path, path_super, batch, counters):
     """Exact draw of the paths from the PAM prior: theta_root, theta_s, then paths."""
-    rows, n_max = mask.shape
-    n_paths = alpha_path.shape[0]
-    log_root = counter_log_dirichlet(alpha_root.expand(rows, -1).contiguous(), keys.view(-1, 1),
-                                     *counters, 0)
-    lg = counter_log_gamma(alpha_path.expand(rows, -1).contiguous(), keys.view(-1, 1),
-                           *counters, 1)
+    rows, n_super = batch.n_rows, alpha_root.shape[0]
+    keys = batch.keys.view(-1, 1)
+    log_root = counter_log_dirichlet(alpha_root.expand(rows, -1).contiguous(), keys, *counters, 0)
+    lg = counter_log_gamma(alpha_path.expand(rows, -1).contiguous(), keys, *counters, 1)
     log_path = torch.empty_like(lg)
     for s in range(n_super):
         sel = path_super == s
         log_path[:, sel] = (lg[:, sel] - torch.logsumexp(lg[:, sel], -1, keepdim=True)
                             + log_root[:, s : s + 1])
-    positions = torch.arange(n_max, device=mask.device).view(1, -1)
-    u = uniform(keys.view(-1, 1), *counters, positions, 2)
-    z = categorical(log_path.unsqueeze(1).expand(rows, n_max, n_paths), u)
-    c = torch.zeros(rows, n_paths, dtype=torch.float64, device=mask.device)
-    c.scatter_add_(1, z, mask.to(torch.float64))
-    return z, c
+    path = torch.exp(log_path - log_path.amax(-1, keepdim=True))
+    z = inverse_cdf(lambda r, sl: path.index_select(0, r), batch.row,
+                    batch.uniforms(*counters, 2, dtype=torch.float64), path.shape[1], path.device)
+    return z, batch.counts(z, path.shape[1])
 
 
 def pam_ais(path_mixture, X, *, n_temperatures, n_chains, schedule_name, device, root,
-            resample=None):
+            resample=None, progress=None):
     """Standard AIS prior -> model over the paths; a :class:`~._tokens.PerDocument`."""
     phi, alpha_root, alpha_path, supers, leaves = path_arrays(path_mixture)
-    n_super, n_paths = len(alpha_root), len(supers)
     betas = schedule(schedule_name, n_temperatures)
     out = PerDocument(X.shape[0], n_chains)
     a_root = torch.as_tensor(alpha_root, device=device)
@@ -167,12 +169,12 @@ def pam_ais(path_mixture, X, *, n_temperatures, n_chains, schedule_name, device,
     p_super = torch.as_tensor(supers, device=device)
     p_leaf = torch.as_tensor(leaves, device=device)
     phi_t = topic_word_tensor(phi, device)
-    for batch in token_batches(X, n_chains=n_chains, n_topics=n_paths, kernel="collapsed",
-                               device=device, root=root, stream=1):
-        L = log_phi_rows(phi_t, batch.tokens, n_chains, batch.n_active)
-        path = PAMZPath(L, a_root, a_path, p_super, p_leaf)
-        z, c = draw_pam_prior(a_root, a_path, p_super, n_super, batch.mask, batch.keys, (0,))
-        logw = anneal(path, betas, z, c, batch.mask, batch.keys, "collapsed", stage=1,
-                      resample=resample)
+    for batch in token_batches(X, n_chains=n_chains, n_topics=len(supers), device=device,
+                               root=root, stream=1):
+        path = PAMZPath(batch, log_phi_rows(phi_t, batch), a_root, a_path, p_super, p_leaf)
+        z, c = draw_pam_prior(a_root, a_path, p_super, batch, (0,))
+        logw = anneal(path, betas, z, c, "collapsed", stage=1, resample=resample)
         out.add_weights(batch.docs, logw, n_chains)
+        if progress is not None:
+            progress.update(len(batch.docs))
     return out

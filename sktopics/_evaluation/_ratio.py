@@ -82,20 +82,19 @@ def embed_smaller_model(phi_small, alpha_small, phi_large):
     return phi_small[source].copy(), alpha
 
 
-def _exact_posterior(phi, alpha, tokens, mask, n_chains, keys, max_states=200_000):
-    """Exact draws of z ~ p(z | w) by enumeration (tiny documents; tests)."""
+def _exact_posterior(phi, alpha, batch, max_states=200_000):
+    """Exact draws of z ~ p(z | w) by enumeration, per token (tiny documents; tests)."""
     from scipy.special import gammaln
 
-    n_topics = phi.shape[0]
-    n_docs, n_max = tokens.shape
-    z_out = torch.zeros(n_docs * n_chains, n_max, dtype=torch.long)
-    tokens_np, mask_np = tokens.cpu().numpy(), mask.cpu().numpy()
-    u = uniform(keys.cpu(), 11).numpy()
+    n_topics, n_chains = phi.shape[0], batch.n_chains
+    words_all = batch.per_row(batch.word).cpu().numpy()[::n_chains]
+    lengths = np.bincount(batch.row.cpu().numpy(), minlength=batch.n_rows)[::n_chains]
+    z_rows = np.zeros((batch.n_rows, max(len(batch.n_active), 1)), dtype=np.int64)
+    u = uniform(batch.keys.cpu(), 11).numpy()
     a_sum = alpha.sum()
     cache = {}
-    for d in range(n_docs):
-        words = tokens_np[d][mask_np[d]]
-        n = len(words)
+    for d, (words, n) in enumerate(zip(words_all, lengths)):
+        words = words[:n]
         if n_topics**n > max_states:
             raise ValueError("start='exact' enumerates K^N assignments: documents too long.")
         key = tuple(words)
@@ -109,31 +108,31 @@ def _exact_posterior(phi, alpha, tokens, mask, n_chains, keys, max_states=200_00
             cache[key] = (zs, np.cumsum(p) / p.sum())
         zs, cum = cache[key]
         idx = np.minimum(np.searchsorted(cum, u[d * n_chains:(d + 1) * n_chains]), len(cum) - 1)
-        z_out[d * n_chains:(d + 1) * n_chains, :n] = torch.from_numpy(zs[idx])
-    return z_out
+        z_rows[d * n_chains:(d + 1) * n_chains, :n] = zs[idx]
+    z = torch.as_tensor(z_rows, device=batch.row.device)
+    return z[batch.row, batch.position]
 
 
-def start_state(phi_s, alpha_s, L_s, tokens, mask_r, keys, n_chains, start, start_betas,
-                n_burnin, kernel, stage, device):
+def start_state(phi_s, alpha_s, L_s, batch, start, start_betas, n_burnin, kernel, stage):
     """Chains at (approximately) p(z | w, source); returns z, c, log-weights or None."""
     n_topics = phi_s.shape[0]
-    alpha_t = torch.as_tensor(alpha_s, dtype=torch.float64, device=device)
-    z, c = draw_prior(alpha_t, mask_r, keys, (stage, 0), n_topics)
+    alpha_t = torch.as_tensor(alpha_s, dtype=torch.float64, device=batch.row.device)
     if start == "exact":
-        z = _exact_posterior(phi_s, alpha_s, tokens, mask_r[::n_chains], n_chains, keys).to(device)
-        c = torch.zeros_like(c)
-        c.scatter_add_(1, z, mask_r.to(c.dtype))
-        return z, c, None
-    path = ZPath("geometric", L_s, alpha_t)
+        z = _exact_posterior(phi_s, alpha_s, batch)
+        return z, batch.counts(z, n_topics), None
+    path = ZPath("geometric", batch, L_s, alpha_t)
     if start in ("burnin", "sequential"):
         u = None
         if start == "sequential":
-            z, c, u = draw_sequential(path, alpha_t, mask_r, keys, (stage, 2))
+            z, c, u = draw_sequential(path, alpha_t, (stage, 2))
+        else:
+            z, c = draw_prior(alpha_t, batch, (stage, 0), n_topics)
         sweep = kernel_fn(kernel, path)
         for i in range(n_burnin):  # p(z | w, source)-invariant: the weights u stay valid
-            sweep(path, 1.0, z, c, mask_r, keys, (stage, 1, i))
+            sweep(path, 1.0, z, c, (stage, 1, i))
         return z, c, u
-    u = anneal(path, start_betas, z, c, mask_r, keys, kernel, stage=(stage + 1))
+    z, c = draw_prior(alpha_t, batch, (stage, 0), n_topics)
+    u = anneal(path, start_betas, z, c, kernel, stage=(stage + 1))
     return z, c, u
 
 
@@ -156,51 +155,51 @@ def _combine(u, v, n_docs, n_chains):
 
 
 def ratio_direction(mix_src, mix_dst, X, *, path, betas, start, start_betas, n_burnin,
-                    n_chains, kernel, root, stage, device):
+                    n_chains, kernel, root, stage, device, progress=None):
     """log p(w | dst) - log p(w | src) per document, annealing src -> dst (PerDocument)."""
     (phi_s, alpha_s), (phi_d, alpha_d) = mix_src, mix_dst
     out = PerDocument(X.shape[0], n_chains)
     a_src = torch.as_tensor(alpha_s, dtype=torch.float64, device=device)
     a_dst = torch.as_tensor(alpha_d, dtype=torch.float64, device=device)
     phi_src, phi_dst = topic_word_tensor(phi_s, device), topic_word_tensor(phi_d, device)
-    for batch in token_batches(X, n_chains=n_chains, n_topics=phi_s.shape[0], kernel=kernel,
-                               device=device, root=root, stream=stage):
-        L_s = log_phi_rows(phi_src, batch.tokens, n_chains, batch.n_active)
-        L_d = log_phi_rows(phi_dst, batch.tokens, n_chains, batch.n_active)
-        z, c, u = start_state(phi_s, alpha_s, L_s, batch.tokens, batch.mask, batch.keys,
-                              n_chains, start, start_betas, n_burnin, kernel, 20, device)
-        ratio_path = ZPath(path, L_d, a_dst, L_s, a_src)
-        v = anneal(ratio_path, betas, z, c, batch.mask, batch.keys, kernel, stage=30,
-                   move_first=start == "ais")
+    for batch in token_batches(X, n_chains=n_chains, n_topics=phi_s.shape[0], device=device,
+                               root=root, stream=stage):
+        L_s, L_d = log_phi_rows(phi_src, batch), log_phi_rows(phi_dst, batch)
+        z, c, u = start_state(phi_s, alpha_s, L_s, batch, start, start_betas, n_burnin, kernel,
+                              20)
+        ratio_path = ZPath(path, batch, L_d, a_dst, L_s, a_src)
+        v = anneal(ratio_path, betas, z, c, kernel, stage=30, move_first=start == "ais")
         out.add(batch.docs, _combine(u, v, len(batch.docs), n_chains))
+        if progress is not None:
+            progress.update(len(batch.docs))
     return out
 
 
 def iteration_segments(mixes, X, *, path, start_betas, segment_betas, n_chains, kernel,
-                       resample_threshold, root, device):
+                       resample_threshold, root, device, progress=None):
     """Iteration-AIS: one PerDocument per snapshot, and the resampling events."""
     n_topics = mixes[0][0].shape[0]
     outs = [PerDocument(X.shape[0], n_chains) for _ in mixes]
     alphas = [torch.as_tensor(m[1], dtype=torch.float64, device=device) for m in mixes]
     phis = [topic_word_tensor(m[0], device) for m in mixes]
     n_resampled = 0
-    for batch in token_batches(X, n_chains=n_chains, n_topics=n_topics, kernel=kernel,
-                               device=device, root=root, stream=60):
-        mask, keys = batch.mask, batch.keys
-        L_prev = log_phi_rows(phis[0], batch.tokens, n_chains, batch.n_active)
-        z, c = draw_prior(alphas[0], mask, keys, (0,), n_topics)
-        logw = anneal(ZPath("geometric", L_prev, alphas[0]), start_betas, z, c, mask, keys,
-                      kernel, stage=1)
+    for batch in token_batches(X, n_chains=n_chains, n_topics=n_topics, device=device,
+                               root=root, stream=60):
+        L_prev = log_phi_rows(phis[0], batch)
+        z, c = draw_prior(alphas[0], batch, (0,), n_topics)
+        logw = anneal(ZPath("geometric", batch, L_prev, alphas[0]), start_betas, z, c, kernel,
+                      stage=1)
         for t in range(len(mixes)):
             if t > 0 and resample_threshold > 0 and n_chains > 1:
-                logw, z, c, n_res = resample_chains(logw, z, c, n_chains, resample_threshold,
-                                                    keys, t)
+                logw, n_res = resample_chains(logw, z, c, batch, resample_threshold, t)
                 n_resampled += n_res
             if t > 0:
-                L_t = log_phi_rows(phis[t], batch.tokens, n_chains, batch.n_active)
-                seg = ZPath(path, L_t, alphas[t], L_prev, alphas[t - 1])
-                logw = logw + anneal(seg, segment_betas, z, c, mask, keys, kernel,
-                                     stage=(100 + t), move_first=True)
+                L_t = log_phi_rows(phis[t], batch)
+                seg = ZPath(path, batch, L_t, alphas[t], L_prev, alphas[t - 1])
+                logw = logw + anneal(seg, segment_betas, z, c, kernel, stage=(100 + t),
+                                     move_first=True)
                 L_prev = L_t
             outs[t].add_weights(batch.docs, logw, n_chains)
+        if progress is not None:
+            progress.update(len(batch.docs))
     return outs, int(n_resampled)

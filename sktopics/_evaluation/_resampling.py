@@ -34,23 +34,28 @@ def may_hold_any(flags):
     return flags.device.type != "cpu" or bool(flags.any())
 
 
-def resample_chains(logw, z, c, n_chains, threshold, keys, *counters):
+def resample_chains(logw, z, c, batch, threshold, *counters):
     """Systematic resampling of each document's chains where ESS < threshold * M.
 
     Weights of resampled documents are all set to their log-mean weight, so the
-    running estimate is unchanged and stays unbiased (an SMC sampler). Returns the
-    weights, the states (the same objects when nothing was resampled) and the
-    number of documents resampled as a tensor.
+    running estimate is unchanged and stays unbiased (an SMC sampler). The states
+    ``z`` (per token, in the flat layout of ``batch``) and ``c`` (rows, K) are
+    replaced in place by their ancestors'. Returns the weights and the number of
+    documents resampled, as a tensor.
     """
+    n_chains = batch.n_chains
     n_docs = logw.shape[0] // n_chains
     lw = logw.view(n_docs, n_chains)
     w = torch.exp(lw - lw.amax(1, keepdim=True))
     ess = w.sum(1) ** 2 / (w * w).sum(1)
     need = ess < threshold * n_chains
     if not may_hold_any(need):
-        return logw, z, c, need.sum()
-    u0 = uniform(keys.view(n_docs, n_chains)[:, :1], 77, *counters)  # (D, 1)
-    flat = systematic_ancestors(w, need, u0)
+        return logw, need.sum()
+    u0 = uniform(batch.keys.view(n_docs, n_chains)[:, :1], 77, *counters)  # (D, 1)
+    ancestor = systematic_ancestors(w, need, u0)
+    # a row's ancestor is a chain of the same document: the same positions
+    z.copy_(z[batch.start + ancestor[batch.row]])
+    c.copy_(c[ancestor])
     mean_lw = torch.logsumexp(lw, 1, keepdim=True) - math.log(n_chains)
     lw = torch.where(need.unsqueeze(1), mean_lw.expand_as(lw), lw)
-    return lw.reshape(-1), z[flat], c[flat], need.sum()
+    return lw.reshape(-1), need.sum()

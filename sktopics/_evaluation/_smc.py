@@ -134,7 +134,8 @@ def _smc_batch(phi_t, predictive, tokens, mask, keys, n_particles, n_groups,
         phi_w = phi_t.index_select(0, tokens_t[n, :nd]).unsqueeze(1)  # (docs, 1, K)
         cn = c[:nr]
         weights = (predictive.weights(cn).view(nd, rows_per_doc, n_topics) * phi_w).view(nr, n_topics)
-        log_a = (torch.log(weights.sum(-1)) - math.log(n + a_sum)).view(nf, n_particles)
+        cum = torch.cumsum(weights, -1)
+        log_a = (torch.log(cum[:, -1]) - math.log(n + a_sum)).view(nf, n_particles)
         norm_w = log_w[:nf] - torch.logsumexp(log_w[:nf], 1, keepdim=True)
         log_z = torch.logsumexp(norm_w + log_a, 1)
         if n_observed is None:
@@ -142,7 +143,6 @@ def _smc_batch(phi_t, predictive, tokens, mask, keys, n_particles, n_groups,
         else:
             log_p[:nf] += torch.where(observed_f[:nf] <= n, log_z, torch.zeros_like(log_z))
         log_w[:nf] = norm_w + log_a - log_z.unsqueeze(1)
-        cum = torch.cumsum(weights, -1)
         k = torch.searchsorted(cum, u_draw[n, :nr].view(-1, 1) * cum[:, -1:]).clamp_(max=n_topics - 1)
         if rejuvenate:
             z[:nr, n : n + 1] = k

@@ -4,7 +4,9 @@ The evaluators work on batches of documents, each repeated once per chain
 (particle), with the tokens of a document laid out left to right and documents
 sorted by decreasing length, so that the rows still holding a token at position
 ``j`` are a prefix of the batch. :func:`token_batches` is the one batch driver of
-the z-space engines; :class:`PerDocument` collects what they estimate.
+the z-space engines (a flat, unpadded layout, :class:`TokenBatch`);
+:func:`batches` and :func:`expand_tokens` the padded layout of the left-to-right
+filter; :class:`PerDocument` collects what they estimate.
 """
 
 import math
@@ -13,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from .._random import row_keys
+from .._random import bits, row_keys, stream_uniform
 from ..utils._torch import device_budget
 
 __all__ = [
@@ -23,6 +25,7 @@ __all__ = [
     "batches",
     "expand_tokens",
     "logmeanexp_stats",
+    "make_token_batch",
     "schedule",
     "token_batches",
 ]
@@ -69,59 +72,127 @@ def batches(lengths, n_rows_per_doc, n_topics, device, min_fill=0.0, row_element
     return out
 
 
-def _kernel_batches(lengths, n_chains, n_topics, kernel, device):
-    """Document batches for a z-space kernel.
+def _flat_batches(lengths, n_chains, n_topics, device):
+    """Documents (longest first) in batches of at most a budget of token rows.
 
-    The collapsed sweep holds O(rows x (N + K)) state (word factors are looked up
-    per position in a per-temperature table), so its batches are large: the
-    lock-step loop then runs once over the longest document for many rows at a
-    time. The blocked kernel materialises (rows, N, K) word factors and bounds
-    padding.
+    A batch holds at most ``device_budget(device, 4 * MAX_ELEMENTS)`` elements of
+    (document, chain) rows x (tokens + topics): the flat layout has no padding, so
+    the budget counts what is stored.
     """
-    if kernel == "blocked":
-        return batches(lengths, n_chains, n_topics, device, min_fill=0.5)
-    return batches(lengths, n_chains, 2, device, row_elements=n_topics)
-
-
-def _batch_rows(X, batch, n_chains, device):
-    """The token rows of a batch of documents.
-
-    Returns the tokens ``(docs, N)``, the mask of the (document, chain) rows
-    ``(docs * chains, N)``, document-major, and the number of rows holding a
-    token at each position (a host list, so that the lock-step loops need no
-    host-device synchronisation to know it).
-    """
-    tokens, mask, lengths = expand_tokens(X, batch)
-    if np.any(lengths[1:] > lengths[:-1]):
-        raise ValueError("rows must be sorted by decreasing length")
-    n_active = (mask.sum(0) * n_chains).tolist()
-    mask_r = torch.as_tensor(mask, device=device).repeat_interleave(n_chains, 0)
-    return torch.as_tensor(tokens, device=device), mask_r, n_active
+    budget = device_budget(device, 4 * MAX_ELEMENTS)
+    order = np.argsort(-lengths, kind="stable")
+    order = order[lengths[order] > 0]
+    cost = np.cumsum(n_chains * (lengths[order] + n_topics))
+    out, start = [], 0
+    while start < len(order):
+        done = cost[start - 1] if start else 0
+        stop = max(start + 1, int(np.searchsorted(cost, done + budget, side="right")))
+        out.append(order[start:stop])
+        start = stop
+    return out
 
 
 @dataclass
 class TokenBatch:
-    """A batch of documents as (document, chain) rows, document-major.
+    """A batch of documents as (document, chain) rows, tokens in a flat layout.
 
-    ``docs``: the documents' indices in ``X``; ``tokens`` ``(docs, N)``; ``mask``
-    ``(rows, N)``; ``n_active``: rows holding a token at each position (host
-    list); ``keys`` ``(rows,)``: the rows' random keys.
+    Rows are document-major (row ``d * n_chains + m``), documents longest first.
+    Tokens are stored position-major without padding: position ``j`` holds the
+    first ``n_active[j]`` rows (a prefix, as documents are sorted), at
+    ``offsets[j]:offsets[j] + n_active[j]`` of every per-token array. A
+    lock-step sweep therefore reads one contiguous slice per position.
+
+    Attributes
+    ----------
+    docs : ndarray
+        The documents' indices in ``X``.
+    n_chains : int
+    keys : tensor (rows,)
+        The rows' random keys.
+    n_active, offsets : list of int
+        Rows holding a token at each position, and where the position starts.
+    row, position, word : int64 tensors (tokens,)
+        Each token's row, position in its document and vocabulary index.
+    start : int64 tensor (tokens,)
+        ``offsets[position]``: token ``(j, r)`` sits at ``start + r``.
+    base : int64 tensor (tokens,)
+        Each token's random state, :func:`~sktopics._random.bits` of its row's key
+        and its position; uniforms of any stage and temperature are one step away.
     """
 
     docs: np.ndarray
-    tokens: torch.Tensor
-    mask: torch.Tensor
-    n_active: list
+    n_chains: int
     keys: torch.Tensor
+    n_active: list
+    offsets: list
+    row: torch.Tensor
+    position: torch.Tensor
+    word: torch.Tensor
+    start: torch.Tensor
+    base: torch.Tensor
+
+    @property
+    def n_rows(self):
+        return self.keys.shape[0]
+
+    @property
+    def n_tokens(self):
+        return self.row.shape[0]
+
+    def row_sum(self, values):
+        """Per-row sums ``(rows,)`` of per-token ``values``."""
+        out = torch.zeros(self.n_rows, dtype=values.dtype, device=values.device)
+        return out.index_add_(0, self.row, values)
+
+    def counts(self, z, n_topics, dtype=torch.float64):
+        """Topic counts ``(rows, n_topics)`` of the per-token topics ``z``."""
+        c = torch.zeros(self.n_rows * n_topics, dtype=dtype, device=z.device)
+        c.index_add_(0, self.row * n_topics + z, torch.ones_like(z, dtype=dtype))
+        return c.view(self.n_rows, n_topics)
+
+    def uniforms(self, *counters, dtype=torch.float32):
+        """One uniform per token, keyed by its row, its position and the counters."""
+        return stream_uniform(self.base, *counters, dtype=dtype)
+
+    def per_row(self, values):
+        """``(rows, N)`` array of per-token values, 0 at padding (tests, tiny batches)."""
+        n_max = len(self.n_active)
+        out = values.new_zeros(self.n_rows, n_max)
+        out[self.row, self.position] = values
+        return out
 
 
-def token_batches(X, *, n_chains, n_topics, kernel, device, root, stream):
-    """The :class:`TokenBatch` es of ``X`` for a z-space kernel, longest documents first."""
+def make_token_batch(X, docs, n_chains, device, root, stream):
+    """The :class:`TokenBatch` of documents ``docs`` (sorted by decreasing length)."""
+    counts = X[docs]
+    lengths = np.asarray(counts.sum(1)).ravel().astype(np.int64)
+    if np.any(lengths[1:] > lengths[:-1]):
+        raise ValueError("documents must be sorted by decreasing length")
+    doc_words = np.repeat(counts.indices, counts.data.astype(np.int64))  # doc-major
+    doc_start = np.concatenate([[0], np.cumsum(lengths)[:-1]])
+    n_max = int(lengths.max(initial=0))
+    # rows holding a token at position j: n_chains x documents longer than j
+    n_docs_at = np.searchsorted(-lengths, -np.arange(n_max), side="left")
+    n_active = n_docs_at * n_chains
+    offsets = np.concatenate([[0], np.cumsum(n_active)[:-1]]).astype(np.int64)
+    total = int(n_active.sum())
+    position = np.repeat(np.arange(n_max, dtype=np.int64), n_active)
+    start = np.repeat(offsets, n_active)
+    row = np.arange(total, dtype=np.int64) - start
+    word = doc_words[doc_start[row // n_chains] + position]
+    t = {k: torch.as_tensor(v, device=device)
+         for k, v in dict(row=row, position=position, start=start, word=word).items()}
+    keys = row_keys(root, docs, n_chains, stream, device)
+    return TokenBatch(docs=np.asarray(docs), n_chains=n_chains, keys=keys,
+                      n_active=n_active.tolist(), offsets=offsets.tolist(),
+                      base=bits(keys[t["row"]], t["position"]), **t)
+
+
+def token_batches(X, *, n_chains, n_topics, device, root, stream):
+    """The :class:`TokenBatch` es of ``X``, longest documents first (empty ones skipped)."""
     lengths = np.asarray(X.sum(1)).ravel().astype(np.int64)
-    for docs in _kernel_batches(lengths, n_chains, n_topics, kernel, device):
-        tokens, mask, n_active = _batch_rows(X, docs, n_chains, device)
-        keys = row_keys(root, docs, n_chains, stream, device)
-        yield TokenBatch(docs, tokens, mask, n_active, keys)
+    for docs in _flat_batches(lengths, n_chains, n_topics, device):
+        yield make_token_batch(X, docs, n_chains, device, root, stream)
 
 
 def schedule(schedule, n_temperatures):

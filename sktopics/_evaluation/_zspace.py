@@ -16,6 +16,14 @@ A fully parallel update of all tokens from stale counts is *not* a valid kernel
 and is not offered. A path object owns its conditional: ``lock_step`` runs the
 collapsed sweep's loop, ``increment`` the weight update, ``blocked`` says whether
 the blocked kernel applies; PAM paths (:mod:`._pam_paths`) implement the same.
+
+State: ``z`` holds one topic per token in the flat layout of
+:class:`~._tokens.TokenBatch`, ``c`` the (rows, K) float64 topic counts. The
+weights are computed in float64 from exact counts; the kernels *sample* in
+float32 (word factors scaled to a maximum of 1 per word, counts plus alpha,
+24-bit uniforms). Rounding makes a kernel leave invariant a distribution within
+about 1e-7 (relative) of the intended one, far below any Monte Carlo error,
+and halves the memory traffic of the lock-step loops.
 """
 
 import math
@@ -24,9 +32,10 @@ import warnings
 import numpy as np
 import torch
 
-from .._random import counter_log_dirichlet, uniform
+from .._random import counter_log_dirichlet
+from ..utils._torch import device_budget
 from ._resampling import resample_chains
-from ._tokens import PerDocument, schedule, token_batches
+from ._tokens import MAX_ELEMENTS, PerDocument, schedule, token_batches
 
 __all__ = [
     "TokenLogPhi",
@@ -56,33 +65,24 @@ def log_polya(c, alpha):
 
 
 class TokenLogPhi:
-    """log phi at the tokens of a batch's rows, viewed as (rows, N, K).
+    """log phi at the tokens of a batch, for every topic: a (V', K) table over the
+    batch's distinct words and each token's index ``tok`` into it.
 
-    Held as a (V', K) table over the batch's distinct words and (rows, N) indices
-    into it, so memory is O(rows x N) rather than O(rows x N x K) and a tempered
-    word factor costs V' x K transcendentals per temperature, not N x K per row.
+    A tempered word factor then costs V' x K transcendentals per temperature, not
+    one per token and topic.
     """
 
-    def __init__(self, table, tokens, n_active):
+    def __init__(self, table, tok):
         self.table = table.contiguous()  # (V', K) float64
-        self.tokens = tokens  # (rows, N) int64 indices into table
-        self.n_active = n_active  # rows holding a token at each position (host list)
+        self.tok = tok  # (tokens,) int64
 
     @property
     def n_topics(self):
         return self.table.shape[1]
 
-    @property
-    def tokens_t(self):
-        """Position-major (N, rows) copy of the indices (cached)."""
-        if getattr(self, "_tokens_t", None) is None:
-            self._tokens_t = self.tokens.T.contiguous()
-        return self._tokens_t
-
-    def gather(self, z, mask):
-        """log phi[z_n, w_n] (rows, N), 0 at padding."""
-        flat = self.tokens * self.n_topics + z
-        return self.table.view(-1)[flat].masked_fill(~mask, 0.0)
+    def gather(self, z):
+        """log phi[z_n, w_n] per token (tokens,)."""
+        return self.table.view(-1)[self.tok * self.n_topics + z]
 
 
 def topic_word_tensor(phi, device):
@@ -90,24 +90,10 @@ def topic_word_tensor(phi, device):
     return torch.as_tensor(np.asarray(phi, dtype=np.float64), device=device)
 
 
-def log_phi_rows(phi, tokens, n_chains, n_active):
-    """:class:`TokenLogPhi` of documents x chains rows (document-major).
-
-    ``phi`` is the (K, V) tensor of :func:`topic_word_tensor`; ``tokens`` and
-    ``n_active`` come from a :class:`~._tokens.TokenBatch`.
-    """
-    uniq, inverse = torch.unique(tokens, return_inverse=True)
-    table = torch.log(phi[:, uniq].clamp_min(1e-300)).T
-    return TokenLogPhi(table, inverse.repeat_interleave(n_chains, dim=0), n_active)
-
-
-def _shared_tokens(LA, LB):
-    """LB re-indexed on LA's rows (the same tokens, possibly other tables)."""
-    if LB is None or LB.tokens is LA.tokens:
-        return LB
-    if not torch.equal(LB.tokens, LA.tokens):
-        raise ValueError("both models' token tables must index the same tokens")
-    return TokenLogPhi(LB.table, LA.tokens, LA.n_active)
+def log_phi_rows(phi, batch):
+    """:class:`TokenLogPhi` of a :class:`~._tokens.TokenBatch` under topics ``phi`` (K, V)."""
+    uniq, tok = torch.unique(batch.word, return_inverse=True)
+    return TokenLogPhi(torch.log(phi[:, uniq].clamp_min(1e-300)).T, tok)
 
 
 _SCRIPTED = {}
@@ -131,97 +117,107 @@ def scripted(fn):
     return _SCRIPTED[fn.__name__]
 
 
-def _shifted_steps(state, z_t, u_t, tokens_t, table, n_active: list[int]):
+def _shifted_steps(state, z, u, tok, table, offsets: list[int], n_active: list[int]):
     """The lock-step loop of the collapsed sweep for (c + alpha_b) x table[w].
 
-    ``state`` (rows, K) holds c + alpha_b; ``z_t``, ``u_t``, ``tokens_t`` are
-    position-major (N, rows); ``table`` (V', K) is the word factor. In place.
+    ``state`` (rows, K) holds c + alpha_b; ``z``, ``u`` (tokens, 1) and ``tok``
+    (tokens,) are per token in the flat layout (position j at ``offsets[j]``, its
+    ``n_active[j]`` rows a prefix); ``table`` (V', K) is the word factor. In place.
+    The uniforms are in (0, 1), so the search never passes the last topic and never
+    lands on a zero-probability one. Every operation counts: at a few rows per
+    position the loop's cost is its number of operations.
     """
-    n_topics = state.shape[1]
     ones = torch.ones(state.shape[0], 1, dtype=state.dtype, device=state.device)
+    minus_ones = -ones
     for j in range(len(n_active)):
         n = n_active[j]
-        if n == 0:
-            break
+        o = offsets[j]
         sj = state[:n]
-        sj.scatter_add_(1, z_t[j, :n].view(-1, 1), -ones[:n])
-        cum = torch.cumsum(sj * table.index_select(0, tokens_t[j, :n]), -1)
-        k = torch.searchsorted(cum, u_t[j, :n].view(-1, 1) * cum[:, -1:])
-        k.clamp_(max=n_topics - 1)
-        z_t[j, :n] = k.view(-1)
-        sj.scatter_add_(1, k, ones[:n])
+        zj = z[o : o + n]
+        sj.scatter_add_(1, zj, minus_ones[:n])
+        cum = torch.cumsum(sj * table.index_select(0, tok[o : o + n]), -1)
+        torch.searchsorted(cum, u[o : o + n] * cum[:, -1:], out=zj)
+        sj.scatter_add_(1, zj, ones[:n])
 
 
-def _geometric_steps(c, z_t, u_t, tokens_t, table, alpha_a, alpha_b, b: float,
+def _geometric_steps(index, z, u, tok, table, prior, n_topics: int, offsets: list[int],
                      n_active: list[int]):
     """The lock-step loop for the geometric path between different alphas.
 
-    The conditional is (c + alpha_A)^b (c + alpha_B)^(1 - b) x table[w]; ``c``
-    (rows, K) holds the plain counts. Arguments as in :func:`_shifted_steps`.
+    The conditional is (c + alpha_A)^b (c + alpha_B)^(1 - b) x table[w]. Its count
+    factor is looked up in ``prior`` (M + 1, K), tabulated per temperature for every
+    count ``m <= M``, at ``index`` (rows, K) = c * K + k (updated in place): one
+    gather per step instead of two logarithms and an exponential per topic. Other
+    arguments as in :func:`_shifted_steps`.
     """
-    n_topics = c.shape[1]
-    ones = torch.ones(c.shape[0], 1, dtype=c.dtype, device=c.device)
+    step = torch.full((index.shape[0], 1), n_topics, dtype=index.dtype, device=index.device)
+    minus_step = -step
     for j in range(len(n_active)):
         n = n_active[j]
-        if n == 0:
-            break
-        cj = c[:n]
-        cj.scatter_add_(1, z_t[j, :n].view(-1, 1), -ones[:n])
-        log_prior = b * torch.log(cj + alpha_a) + (1.0 - b) * torch.log(cj + alpha_b)
-        cum = torch.cumsum(torch.exp(log_prior) * table.index_select(0, tokens_t[j, :n]), -1)
-        k = torch.searchsorted(cum, u_t[j, :n].view(-1, 1) * cum[:, -1:])
-        k.clamp_(max=n_topics - 1)
-        z_t[j, :n] = k.view(-1)
-        cj.scatter_add_(1, k, ones[:n])
+        o = offsets[j]
+        cj = index[:n]
+        zj = z[o : o + n]
+        cj.scatter_add_(1, zj, minus_step[:n])
+        cum = torch.cumsum(torch.take(prior, cj) * table.index_select(0, tok[o : o + n]), -1)
+        torch.searchsorted(cum, u[o : o + n] * cum[:, -1:], out=zj)
+        cj.scatter_add_(1, zj, step[:n])
 
 
-def _sequential_steps(state, z_t, u_t, tokens_t, table, a_sum: float, n_active: list[int]):
+def _sequential_steps(state, z, u, tok, table, a_sum: float, offsets: list[int],
+                      n_active: list[int]):
     """Left-to-right draw z_j ~ (c_<j + alpha) x table[w_j]; returns log prod_j a_j.
 
     ``state`` (rows, K) starts at alpha and ends at c + alpha; a_j =
     sum_k (c_<j,k + alpha_k) table[w_j, k] / (j + A) is the predictive probability of
     token j, so the returned log-weight (rows,) is that of one left-to-right particle
-    without resampling: exp of it is unbiased for p(w). Arguments as in
-    :func:`_shifted_steps`.
+    without resampling: exp of it is unbiased for p(w). In float64 (the weights are
+    the estimate's); other arguments as in :func:`_shifted_steps`.
     """
-    n_topics = state.shape[1]
     ones = torch.ones(state.shape[0], 1, dtype=state.dtype, device=state.device)
     logw = torch.zeros(state.shape[0], dtype=state.dtype, device=state.device)
     for j in range(len(n_active)):
         n = n_active[j]
-        if n == 0:
-            break
+        o = offsets[j]
         sj = state[:n]
-        cum = torch.cumsum(sj * table.index_select(0, tokens_t[j, :n]), -1)
+        cum = torch.cumsum(sj * table.index_select(0, tok[o : o + n]), -1)
         total = cum[:, -1:]
         logw[:n] += torch.log(total.view(-1)) - math.log(j + a_sum)
-        k = torch.searchsorted(cum, u_t[j, :n].view(-1, 1) * total)
-        k.clamp_(max=n_topics - 1)
-        z_t[j, :n] = k.view(-1)
-        sj.scatter_add_(1, k, ones[:n])
+        zj = z[o : o + n].view(-1, 1)
+        torch.searchsorted(cum, u[o : o + n].view(-1, 1) * total, out=zj)
+        sj.scatter_add_(1, zj, ones[:n])
     return logw
+
+
+def sampling_table(log_table):
+    """A float32 sampling table from a float64 log word factor (V', K), scaled per word.
+
+    Each word's row is divided by its maximum (the conditional of a token does not
+    change when its word factor is scaled), so float32 neither overflows nor
+    underflows where it matters. Returns the table and the log scale per word.
+    """
+    scale = log_table.amax(-1, keepdim=True)
+    return torch.exp(log_table - scale).float(), scale.view(-1)
 
 
 class ZPath:
     """Intermediate distributions f_b(z), 0 <= b <= 1, between two mixture models.
 
     ``f_0`` is model B, ``f_1`` model A. ``LA``/``LB`` are :class:`TokenLogPhi`
-    of the same rows (``LB=None``: a flat word factor, i.e. standard AIS from the
+    of the same batch (``LB=None``: a flat word factor, i.e. standard AIS from the
     prior).
 
     kind: ``"geometric"`` f_b = f_A^b f_B^(1-b); ``"convex"`` phi_b, alpha_b
     interpolated; ``"hybrid"`` geometric in phi, arithmetic in alpha.
     """
 
-    def __init__(self, kind, LA, alphaA, LB=None, alphaB=None):
+    def __init__(self, kind, batch, LA, alphaA, LB=None, alphaB=None):
         self.kind = kind
-        self.LA, self.LB = LA, _shared_tokens(LA, LB)
-        self.tokens, self.tokens_t, self.n_active = LA.tokens, LA.tokens_t, LA.n_active
+        self.batch = batch
+        self.LA, self.LB = LA, LB
         self.alphaA = alphaA
         self.alphaB = alphaA if alphaB is None else alphaB
         self.same_alpha = bool(torch.equal(self.alphaA, self.alphaB))
         self._table_b, self._table = None, None
-        self._table32_b, self._table32 = None, None
 
     @property
     def two_polya_terms(self):
@@ -233,148 +229,151 @@ class ZPath:
             return self.alphaA
         return b * self.alphaA + (1.0 - b) * self.alphaB
 
-    def _word_table_of(self, b, TA, TB):
+    def log_word_table(self, b):
+        """log of the word factor exp(g_b) per distinct word, (V', K) float64."""
+        TA = self.LA.table
+        TB = None if self.LB is None else self.LB.table
         if self.kind == "convex":
-            PB = torch.ones_like(TA) if TB is None else torch.exp(TB)
-            return b * torch.exp(TA) + (1.0 - b) * PB
-        if TB is None:
-            return torch.exp(b * TA)
-        return torch.exp(b * TA + (1.0 - b) * TB)
+            if TB is None:
+                return torch.log(b * torch.exp(TA) + (1.0 - b))
+            return torch.logaddexp(TA + math.log(b) if b > 0 else torch.full_like(TA, -math.inf),
+                                   TB + math.log(1.0 - b) if b < 1 else torch.full_like(TB, -math.inf))
+        return b * TA if TB is None else b * TA + (1.0 - b) * TB
 
     def word_table(self, b):
-        """exp(g_b) per distinct word, (V', K) float64 (cached for the last b)."""
+        """The float32 sampling table at ``b`` (:func:`sampling_table`), cached for the last b."""
         if self._table_b != b:
-            TB = None if self.LB is None else self.LB.table
-            self._table = self._word_table_of(b, self.LA.table, TB)
+            self._table = sampling_table(self.log_word_table(b))[0]
             self._table_b = b
         return self._table
 
-    def cond_logits(self, b, c, j):
-        """Log of the conditional of token j given the others' counts ``c``, (rows, K)."""
-        g = torch.log(self.word_table(b).index_select(0, self.tokens[:, j]))
+    def cond_logits(self, b, c, tok):
+        """Log of the conditional of tokens with table indices ``tok`` given the other
+        tokens' counts ``c`` (rows, K), in float64 (the reference the loops implement)."""
+        g = self.log_word_table(b).index_select(0, tok)
         if self.two_polya_terms:
             return b * torch.log(c + self.alphaA) + (1.0 - b) * torch.log(c + self.alphaB) + g
         return torch.log(c + self.alpha(b)) + g
 
-    def lock_step(self, b, c, z_t, u_t):
-        """The collapsed sweep's loop on position-major ``z_t`` / ``u_t`` (in place).
+    def lock_step(self, b, c, z, u):
+        """The collapsed sweep's loop over the batch's positions (in place).
 
         When the conditional is (c_k + alpha_k) x word factor the loop works on the
         shifted counts c + alpha, which saves an addition per step.
         """
+        batch = self.batch
         if self.two_polya_terms:
-            scripted(_geometric_steps)(c, z_t, u_t, self.tokens_t, self.word_table(b),
-                                       self.alphaA, self.alphaB, float(b), self.n_active)
+            n_topics = c.shape[1]
+            counts = torch.arange(len(batch.n_active) + 1, dtype=c.dtype, device=c.device)
+            counts = counts.view(-1, 1)
+            prior = torch.exp(b * torch.log(counts + self.alphaA)
+                              + (1.0 - b) * torch.log(counts + self.alphaB)).float()
+            topics = torch.arange(n_topics, device=c.device)
+            index = c.long() * n_topics + topics
+            scripted(_geometric_steps)(index, z.view(-1, 1), u.view(-1, 1), self.LA.tok,
+                                       self.word_table(b), prior, n_topics, batch.offsets,
+                                       batch.n_active)
+            c.copy_(torch.div(index - topics, n_topics, rounding_mode="floor"))
             return
         shift = self.alpha(b)
-        state = c + shift
-        scripted(_shifted_steps)(state, z_t, u_t, self.tokens_t, self.word_table(b),
-                                 self.n_active)
-        c.copy_(torch.round(state - shift))
+        state = (c + shift).float()
+        scripted(_shifted_steps)(state, z.view(-1, 1), u.view(-1, 1), self.LA.tok,
+                                 self.word_table(b), batch.offsets, batch.n_active)
+        c.copy_(torch.round(state.double() - shift))
 
-    def _gathered(self, z, mask):
-        la = self.LA.gather(z, mask)
-        lb = torch.zeros_like(la) if self.LB is None else self.LB.gather(z, mask)
-        return la, lb
+    def _token_terms(self, z):
+        la = self.LA.gather(z)
+        return la, (None if self.LB is None else self.LB.gather(z))
 
-    def log_f(self, b, z, c, mask):
-        la, lb = self._gathered(z, mask)
+    def log_f(self, b, z, c):
+        """log f_b(z) per row, from per-token terms and the counts."""
+        la, lb = self._token_terms(z)
+        row_sum = self.batch.row_sum
         if self.kind == "geometric":
             pa = 0.0 if self.same_alpha else log_polya(c, self.alphaA)
             pb = 0.0 if self.same_alpha else log_polya(c, self.alphaB)
             base = log_polya(c, self.alphaA) if self.same_alpha else 0.0
-            return base + b * (pa + la.sum(-1)) + (1.0 - b) * (pb + lb.sum(-1))
+            sb = 0.0 if lb is None else row_sum(lb)
+            return base + b * (pa + row_sum(la)) + (1.0 - b) * (pb + sb)
         if self.kind == "convex":
-            pb = torch.exp(lb) if self.LB is not None else torch.ones_like(lb)
-            tok = torch.log(b * torch.exp(la) + (1.0 - b) * pb).masked_fill(~mask, 0.0)
-            return log_polya(c, self.alpha(b)) + tok.sum(-1)
-        return log_polya(c, self.alpha(b)) + (b * la + (1.0 - b) * lb).sum(-1)
+            pb = torch.ones_like(la) if lb is None else torch.exp(lb)
+            return log_polya(c, self.alpha(b)) + row_sum(torch.log(b * torch.exp(la) + (1.0 - b) * pb))
+        mixed = b * la if lb is None else b * la + (1.0 - b) * lb
+        return log_polya(c, self.alpha(b)) + row_sum(mixed)
 
-    def increment(self, b0, b1, z, c, mask):
-        """log f_{b1}(z) - log f_{b0}(z)."""
+    def increment(self, b0, b1, z, c):
+        """log f_{b1}(z) - log f_{b0}(z) per row."""
         if b1 == b0:
-            return torch.zeros(z.shape[0], dtype=torch.float64, device=z.device)
+            return torch.zeros(c.shape[0], dtype=torch.float64, device=c.device)
         if self.kind == "geometric":
-            la, lb = self._gathered(z, mask)
-            diff = la.sum(-1) - lb.sum(-1)
+            la, lb = self._token_terms(z)
+            diff = self.batch.row_sum(la if lb is None else la - lb)
             if not self.same_alpha:
                 diff = diff + log_polya(c, self.alphaA) - log_polya(c, self.alphaB)
             return (b1 - b0) * diff
-        return self.log_f(b1, z, c, mask) - self.log_f(b0, z, c, mask)
+        return self.log_f(b1, z, c) - self.log_f(b0, z, c)
 
     def blocked(self, b):
         """alpha_b when f_b has a single Polya term (the blocked kernel applies), else None."""
         return None if self.two_polya_terms else self.alpha(b)
 
-    def blocked_word_factor(self, b):
-        """exp(g_b) at all positions, (rows, N, K), in float32 (only used to sample)."""
-        if self._table32_b != b:
-            TA = self.LA.table.float()
-            TB = None if self.LB is None else self.LB.table.float()
-            self._table32 = self._word_table_of(b, TA, TB)
-            self._table32_b = b
-        return self._table32[self.tokens]
 
-
-def sweep_collapsed(path, b, z, c, mask, keys, counters):
+def sweep_collapsed(path, b, z, c, counters):
     """One sequential collapsed Gibbs sweep, lock-step over rows (in place).
 
     Rows are sorted by decreasing length, so the rows holding a token at position
-    j are a prefix, ``path.n_active[j]`` of them: no masking is needed. The loop
-    works on position-major copies (each step reads contiguous memory).
+    j are a prefix, ``n_active[j]`` of them: no masking is needed.
     """
-    positions = torch.arange(z.shape[1], device=z.device)
-    u_t = uniform(keys.view(1, -1), *counters, positions.view(-1, 1))  # (N, rows)
-    z_t = z.T.contiguous()
-    path.lock_step(b, c, z_t, u_t)
-    z.copy_(z_t.T)
+    path.lock_step(b, c, z, path.batch.uniforms(*counters))
 
 
-def sweep_blocked(path, b, z, c, mask, keys, counters):
+def inverse_cdf(weights_of, row, u, n_categories, device):
+    """Per-token categorical draws, in chunks: ``weights_of(rows_of_chunk, chunk)``
+    returns the chunk's unnormalised weights (tokens, K); ``u`` (tokens,) uniforms."""
+    out = torch.empty_like(row)
+    size = max(1, device_budget(device, MAX_ELEMENTS) // max(n_categories, 1))
+    for s in range(0, row.shape[0], size):
+        cum = torch.cumsum(weights_of(row[s : s + size], slice(s, s + size)), -1)
+        v = u[s : s + size].to(cum.dtype).view(-1, 1) * cum[:, -1:]
+        out[s : s + size] = torch.searchsorted(cum, v).view(-1).clamp_(max=n_categories - 1)
+    return out
+
+
+def sweep_blocked(path, b, z, c, counters):
     """Two-block Gibbs on (theta, z) (in place)."""
-    alpha_b = path.blocked(b)
-    log_theta = counter_log_dirichlet(c + alpha_b, keys.view(-1, 1), *counters, 0)
+    batch = path.batch
+    log_theta = counter_log_dirichlet(c + path.blocked(b), batch.keys.view(-1, 1), *counters, 0)
     theta = torch.exp(log_theta - log_theta.amax(-1, keepdim=True)).float()
-    positions = torch.arange(z.shape[1], device=z.device).view(1, -1)
-    u = uniform(keys.view(-1, 1), *counters, positions, 1, dtype=torch.float32)
-    probs = path.blocked_word_factor(b) * theta.unsqueeze(1)
-    cum = torch.cumsum(probs, -1)
-    k = torch.searchsorted(cum, (u.unsqueeze(-1) * cum[..., -1:]).contiguous())
-    z.copy_(k.squeeze(-1).clamp_(max=cum.shape[-1] - 1))
-    c.zero_()
-    c.scatter_add_(1, z, mask.to(c.dtype))
+    table, tok = path.word_table(b), path.LA.tok
+    z.copy_(inverse_cdf(lambda rows, sl: theta.index_select(0, rows) * table.index_select(0, tok[sl]),
+                        batch.row, batch.uniforms(*counters, 1), c.shape[1], z.device))
+    c.copy_(batch.counts(z, c.shape[1]))
 
 
-def draw_prior(alpha, mask, keys, counters, n_topics):
+def draw_prior(alpha, batch, counters, n_topics):
     """Exact draw of z from the Polya prior p(z | alpha): theta ~ Dir, z ~ Cat(theta)."""
-    rows, n_max = mask.shape
-    conc = alpha.expand(rows, n_topics).contiguous()
-    log_theta = counter_log_dirichlet(conc, keys.view(-1, 1), *counters, 0)
-    positions = torch.arange(n_max, device=mask.device).view(1, -1)
-    u = uniform(keys.view(-1, 1), *counters, positions, 1)
-    cum = torch.cumsum(torch.exp(log_theta - log_theta.amax(-1, keepdim=True)), -1)
-    z = torch.searchsorted(cum, u * cum[:, -1:]).clamp_(max=n_topics - 1)
-    c = torch.zeros(rows, n_topics, dtype=torch.float64, device=mask.device)
-    c.scatter_add_(1, z, mask.to(torch.float64))
-    return z, c
+    conc = alpha.expand(batch.n_rows, n_topics).contiguous()
+    log_theta = counter_log_dirichlet(conc, batch.keys.view(-1, 1), *counters, 0)
+    theta = torch.exp(log_theta - log_theta.amax(-1, keepdim=True))
+    z = inverse_cdf(lambda rows, sl: theta.index_select(0, rows), batch.row,
+                    batch.uniforms(*counters, 1, dtype=torch.float64), n_topics, alpha.device)
+    return z, batch.counts(z, n_topics)
 
 
-def draw_sequential(path, alpha, mask, keys, counters):
+def draw_sequential(path, alpha, counters):
     """z drawn token by token from the left-to-right proposal of model ``path`` at b = 1.
 
     An importance sampler for p(z | w): returns z, counts and log-weights
     log p(w, z) - log q(z) (one left-to-right particle; no resampling).
     """
-    rows, n_max = mask.shape
-    positions = torch.arange(n_max, device=mask.device)
-    u_t = uniform(keys.view(1, -1), *counters, positions.view(-1, 1))  # (N, rows)
-    z_t = torch.zeros(n_max, rows, dtype=torch.long, device=mask.device)
-    state = alpha.expand(rows, -1).clone()
-    logw = scripted(_sequential_steps)(state, z_t, u_t, path.tokens_t, path.word_table(1.0),
-                                       float(alpha.sum()), path.n_active)
-    z = z_t.T.contiguous()
-    c = torch.round(state - alpha)
-    return z, c, logw
+    batch = path.batch
+    z = torch.zeros_like(batch.row)
+    state = alpha.expand(batch.n_rows, -1).clone()
+    u = batch.uniforms(*counters, dtype=torch.float64)
+    logw = scripted(_sequential_steps)(state, z, u, path.LA.tok,
+                                       torch.exp(path.log_word_table(1.0)), float(alpha.sum()),
+                                       batch.offsets, batch.n_active)
+    return z, batch.counts(z, alpha.shape[0]), logw
 
 
 def kernel_fn(kernel, path):
@@ -390,30 +389,27 @@ def kernel_fn(kernel, path):
     return sweep_collapsed
 
 
-def anneal(path, betas, z, c, mask, keys, kernel, stage, move_first=False, resample=None):
-    """AIS along ``path`` over ``betas`` from state (z, c); returns log-weights (B,).
+def anneal(path, betas, z, c, kernel, stage, move_first=False, resample=None):
+    """AIS along ``path`` over ``betas`` from state (z, c); returns log-weights (rows,).
 
-    ``resample``: None, or a dict with ``threshold`` and ``n_chains``; a document's
-    chains are then resampled after a weight update when their effective sample
-    size falls below ``threshold * n_chains`` (the dict's ``events`` counts them,
-    as a tensor until the caller reads it).
+    ``resample``: None, or a dict with ``threshold``; a document's chains are then
+    resampled after a weight update when their effective sample size falls below
+    ``threshold * n_chains`` (the dict's ``events`` counts them, as a tensor until
+    the caller reads it).
     """
     sweep = kernel_fn(kernel, path)
-    logw = torch.zeros(z.shape[0], dtype=torch.float64, device=z.device)
+    logw = torch.zeros(c.shape[0], dtype=torch.float64, device=c.device)
     if move_first:
-        sweep(path, float(betas[0]), z, c, mask, keys, (stage, 0))
+        sweep(path, float(betas[0]), z, c, (stage, 0))
     n_steps = len(betas) - 1
     for s in range(1, n_steps + 1):
-        logw += path.increment(float(betas[s - 1]), float(betas[s]), z, c, mask)
+        logw += path.increment(float(betas[s - 1]), float(betas[s]), z, c)
         if s < n_steps:
             if resample is not None:
-                logw, z_new, c_new, n_res = resample_chains(
-                    logw, z, c, resample["n_chains"], resample["threshold"], keys, stage, s)
-                if z_new is not z:
-                    z.copy_(z_new)
-                    c.copy_(c_new)
+                logw, n_res = resample_chains(logw, z, c, path.batch, resample["threshold"],
+                                              stage, s)
                 resample["events"] = resample.get("events", 0) + n_res
-            sweep(path, float(betas[s]), z, c, mask, keys, (stage, s))
+            sweep(path, float(betas[s]), z, c, (stage, s))
     return logw
 
 
@@ -436,7 +432,7 @@ def resolve_kernel(kernel, device, blocked_valid=True):
 
 
 def z_ais(mixture, X, *, n_temperatures, n_chains, schedule_name, kernel, device, root,
-          resample=None):
+          resample=None, progress=None):
     """Standard AIS prior -> model over z; returns a :class:`~._tokens.PerDocument`."""
     phi, alpha = mixture
     n_topics = phi.shape[0]
@@ -444,12 +440,12 @@ def z_ais(mixture, X, *, n_temperatures, n_chains, schedule_name, kernel, device
     out = PerDocument(X.shape[0], n_chains)
     alpha_t = torch.as_tensor(np.asarray(alpha, dtype=np.float64), device=device)
     phi_t = topic_word_tensor(phi, device)
-    for batch in token_batches(X, n_chains=n_chains, n_topics=n_topics, kernel=kernel,
-                               device=device, root=root, stream=1):
-        L = log_phi_rows(phi_t, batch.tokens, n_chains, batch.n_active)
-        path = ZPath("geometric", L, alpha_t)
-        z, c = draw_prior(alpha_t, batch.mask, batch.keys, (0,), n_topics)
-        logw = anneal(path, betas, z, c, batch.mask, batch.keys, kernel, stage=1,
-                      resample=resample)
+    for batch in token_batches(X, n_chains=n_chains, n_topics=n_topics, device=device,
+                               root=root, stream=1):
+        path = ZPath("geometric", batch, log_phi_rows(phi_t, batch), alpha_t)
+        z, c = draw_prior(alpha_t, batch, (0,), n_topics)
+        logw = anneal(path, betas, z, c, kernel, stage=1, resample=resample)
         out.add_weights(batch.docs, logw, n_chains)
+        if progress is not None:
+            progress.update(len(batch.docs))
     return out

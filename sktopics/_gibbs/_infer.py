@@ -35,6 +35,8 @@ import numpy as np
 import scipy.sparse as sp
 import torch
 
+from .._random import marsaglia_tsang
+
 __all__ = ["CellCorpus", "log_gamma", "infer_doc_topic"]
 
 #: Widths of the sub-cells a cell is split into (see :class:`CellCorpus`).
@@ -152,13 +154,7 @@ def _marsaglia_tsang(d, c, generator):
     """One Marsaglia-Tsang proposal per element: ``(log d v^3, accepted)``."""
     x = torch.randn(d.shape, generator=generator, dtype=d.dtype, device=d.device)
     u = torch.rand(d.shape, generator=generator, dtype=d.dtype, device=d.device)
-    v = torch.mul(c, x).add_(1.0)
-    log_v = torch.log(v)  # NaN where v <= 0: rejected by the comparison below
-    # Accept when log u < x^2 / 2 + d (1 - v^3 + log v^3); in-place to save passes.
-    bound = torch.mul(v, v).mul_(v).neg_().add_(1.0).add_(log_v, alpha=3.0)
-    bound.mul_(d).addcmul_(x, x, value=0.5)
-    accept = torch.log(u.clamp_min_(torch.finfo(d.dtype).tiny)) < bound
-    return torch.log(d).add_(log_v, alpha=3.0), accept
+    return marsaglia_tsang(d, c, x, u)
 
 
 class SharedGammas:
