@@ -37,10 +37,12 @@ apart; half of ``--gold-S`` in 2b), an AIS start, one chain, run twice with inde
 seeds; gold = mean of the four estimates. Reported: the agreement of the two runs and the
 forward/reverse bracket. ``--gold-cache`` reuses stored experiment-2 gold runs.
 
-Run ``python benchmarks/bench_model_selection.py`` (under ``/tmp/bin/cpu-shared``);
-``--speed`` instead measures throughput (run it under ``/tmp/bin/cpu-timed``);
-``--target --device cuda`` times issue #5's GPU goal (1,000 temperatures over the whole
-20NG test set), and with ``--device cpu`` the same run on the CPU.
+Run ``python benchmarks/bench_model_selection.py`` on a quiet machine.
+``--speed`` instead measures throughput, ``--target`` AIS with 1,000 temperatures over the
+whole 20NG test set (``--device cuda`` for the GPU goal); with ``--baseline PATH`` (a
+checkout of an older commit, e.g. ``git worktree add /tmp/base <commit>``) both also time
+that commit's sktopics, in fresh processes, alternating: the old/new comparison in one
+run.
 Results: ``benchmarks/results/model_selection.{json,md}`` and
 ``benchmarks/results/model_selection_speed.{json,md}``.
 """
@@ -48,8 +50,10 @@ Results: ``benchmarks/results/model_selection.{json,md}`` and
 import argparse
 import json
 import os
+import subprocess
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -127,6 +131,12 @@ def parse():
                    help="temperatures of the sigma pilot (each direction and its start)")
     p.add_argument("--long-lr", type=int, default=200, help="particles of the long LR run")
     p.add_argument("--speed", action="store_true", help="throughput only (use cpu-timed)")
+    p.add_argument("--baseline", default=None,
+                   help="a checkout of an older commit: --speed and --target also time its "
+                        "sktopics, in fresh processes alternating with this one")
+    p.add_argument("--repeats", type=int, default=3, help="--speed: runs per tree")
+    p.add_argument("--speed-cases", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--target-case", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--target", action="store_true",
                    help="issue #5's speed goal: AIS with --target-temperatures over the whole "
                         "20NG test set on --device (goal: <= 10 s with 1,000 on one H100)")
@@ -258,8 +268,11 @@ class _CachedRun:
         self.n_token_updates = cost
 
     def bracket(self):
+        from sktopics.model_selection import PerplexityBracket
+
         n = self.n_tokens.sum()
-        return [float(np.exp(-self.reverse.sum() / n)), float(np.exp(-self.forward.sum() / n))]
+        return PerplexityBracket(forward=float(np.exp(-self.forward.sum() / n)),
+                                 reverse=float(np.exp(-self.reverse.sum() / n)))
 
 
 def gold_standard(A, B, X, path, args, S, S0, seeds=(1000, 2000), cache=None):
@@ -294,7 +307,7 @@ def gold_standard(A, B, X, path, args, S, S0, seeds=(1000, 2000), cache=None):
         "cached": bool(cache is not None and os.path.exists(cache)),
         "seconds": t1 + t2, "token_updates": r1.n_token_updates + r2.n_token_updates,
         "corpus_ratio": float(np.exp(-gold.sum() / n.sum())),
-        "bracket_run1": r1.bracket(), "bracket_run2": r2.bracket(),
+        "bracket_run1": r1.bracket()._asdict(), "bracket_run2": r2.bracket()._asdict(),
         "pct_A_better": float(100 * np.mean(gold > 0)),
         # convergence: two independent runs, per document (nats) and per token
         "runs_max_abs_diff_nats": float(np.max(np.abs(diff))),
@@ -424,55 +437,110 @@ def run_corpus(name, args, report):
 # ------------------------------------------------------------------------- speed
 
 
-def speed(args):
-    """Documents/s and token-temperature updates/s on the real test sets (K = 50)."""
-    out = {"machine": machine(), "threads": torch.get_num_threads(), "rows": []}
-    warm = load("20ng", args)[1][:5]
-    models = fit_models("20ng", None, args)
-    for kernel in ("collapsed", "blocked"):  # compile the TorchScript loops first
-        ais_log_likelihood((models["phi_sym"], models["alpha_sym"]), warm, n_temperatures=2,
-                           kernel=kernel, random_state=0)
+SPEED_CASES = [  # (label, function, models, keyword arguments)
+    ("AIS default kernel S=20 M=1", "ais", "A", dict(n_temperatures=20, n_chains=1)),
+    ("AIS collapsed S=10 M=10", "ais", "A", dict(n_temperatures=10, n_chains=10,
+                                                 kernel="collapsed")),
+    ("AIS blocked S=20 M=1", "ais", "A", dict(n_temperatures=20, n_chains=1, kernel="blocked")),
+    ("ratio-AIS geometric S0=10 S=10 M=1", "ratio", "AB",
+     dict(n_temperatures=10, n_start_temperatures=10, n_chains=1, align_topics=False)),
+    ("ratio-AIS geometric, alphas differ, S=10 M=1", "ratio", "AC",
+     dict(n_temperatures=10, n_chains=1)),
+    ("left-to-right SMC R=20", "lr", "A", dict(n_particles=20, n_filters=1)),
+    ("left-to-right SMC R=100", "lr", "A", dict(n_particles=100, n_filters=1)),
+]
+
+
+def speed_cases(args):
+    """Time :data:`SPEED_CASES` with the sktopics on ``sys.path``; print JSON rows."""
+    functions = {"ais": ais_log_likelihood, "ratio": ratio_ais, "lr": left_to_right_log_likelihood}
+    rows = []
+    warm = True
     for name in ("20ng", "nips"):
         train, X = load(name, args)
         models = fit_models(name, train, args)
-        A = (models["phi_sym"], models["alpha_sym"])
-        B = (perturb(models["phi_sym"], 0.1), models["alpha_sym"])
+        pairs = {"A": (models["phi_sym"], models["alpha_sym"]),
+                 "B": (perturb(models["phi_sym"], 0.1), models["alpha_sym"]),
+                 "C": (models["phi_asym"], models["alpha_asym"])}
+        if warm:  # compile the TorchScript loops first
+            for kernel in ("collapsed", "blocked"):
+                ais_log_likelihood(pairs["A"], X[:5], n_temperatures=2, kernel=kernel,
+                                   random_state=0)
+            ratio_ais(pairs["A"], pairs["C"], X[:5], n_temperatures=2, random_state=0)
+            warm = False
         n_docs, n_tok = X.shape[0], float(X.sum())
-        ais_kw = {"random_state": 0}
-        cases = [
-            ("AIS collapsed S=20 M=1", ais_log_likelihood, (A, X),
-             dict(n_temperatures=20, n_chains=1, kernel="collapsed", **ais_kw)),
-            ("AIS collapsed S=10 M=10", ais_log_likelihood, (A, X),
-             dict(n_temperatures=10, n_chains=10, kernel="collapsed", **ais_kw)),
-            ("AIS blocked S=20 M=1", ais_log_likelihood, (A, X),
-             dict(n_temperatures=20, n_chains=1, kernel="blocked", **ais_kw)),
-            ("ratio-AIS geometric S0=10 S=10 M=1", ratio_ais, (A, B, X),
-             dict(n_temperatures=10, n_start_temperatures=10, n_chains=1, kernel="collapsed",
-                  align_topics=False, **ais_kw)),
-            ("left-to-right SMC R=20", left_to_right_log_likelihood, (A, X),
-             dict(n_particles=20, n_filters=1, **ais_kw)),
-            ("left-to-right SMC R=100", left_to_right_log_likelihood, (A, X),
-             dict(n_particles=100, n_filters=1, **ais_kw)),
-        ]
-        for label, fn, fn_args, fn_kw in cases:
+        for label, fn, which, kw in SPEED_CASES:
             t = time.perf_counter()
-            r = fn(*fn_args, **fn_kw)
-            s = time.perf_counter() - t
-            row = {"corpus": name, "method": label, "n_docs": n_docs, "n_tokens": n_tok,
-                   "seconds": s, "token_updates": r.n_token_updates,
-                   "token_updates_per_s": r.n_token_updates / s, "documents_per_s": n_docs / s}
-            out["rows"].append(row)
-            print(row, flush=True)
+            r = functions[fn](*[pairs[m] for m in which], X, random_state=0, **kw)
+            seconds = time.perf_counter() - t
+            rows.append({"corpus": name, "method": label, "n_docs": n_docs, "n_tokens": n_tok,
+                         "seconds": seconds, "token_updates": r.n_token_updates,
+                         "token_updates_per_s": r.n_token_updates / seconds,
+                         "documents_per_s": n_docs / seconds, "per_token": r.per_token})
+    print("ROWS " + json.dumps(rows), flush=True)
+    return rows
+
+
+def _in_tree(tree, mode_args):
+    """Run this script's ``mode_args`` with the sktopics of ``tree``; its JSON rows."""
+    env = {**os.environ, "PYTHONPATH": os.path.abspath(tree), "SKTOPICS_DATA": default_data_home()}
+    out = subprocess.run([sys.executable, os.path.abspath(__file__), *mode_args], env=env,
+                         check=True, capture_output=True, text=True).stdout
+    return json.loads(out.split("ROWS ", 1)[1].splitlines()[0])
+
+
+def _forwarded(args):
+    return ["--fit-sweeps", str(args.fit_sweeps), "--model-cache", args.model_cache,
+            "--threads", str(args.threads), "--ng-docs", str(args.ng_docs),
+            "--nips-docs", str(args.nips_docs), "--ng-max-length", str(args.ng_max_length)]
+
+
+def _git_commit(tree):
+    return subprocess.run(["git", "-C", tree, "rev-parse", "--short", "HEAD"],
+                          capture_output=True, text=True).stdout.strip()
+
+
+def speed(args):
+    """Token-updates/s on the real test sets (K = 50): this tree, and ``--baseline``'s.
+
+    Every measurement runs in a fresh process, trees alternating, ``--repeats`` times;
+    the table gives the median over the repeats.
+    """
+    here = str(Path(__file__).resolve().parents[1])
+    trees = [("new", here)] + ([("old", args.baseline)] if args.baseline else [])
+    fit_models("20ng", load("20ng", args)[0], args)  # cache the models once
+    fit_models("nips", load("nips", args)[0], args)
+    runs = {label: [] for label, _ in trees}
+    for _ in range(args.repeats):
+        for label, tree in (trees if _ % 2 == 0 else trees[::-1]):
+            runs[label].append(_in_tree(tree, ["--speed-cases", *_forwarded(args)]))
+            print(label, "done", flush=True)
+    out = {"machine": machine(), "threads": args.threads, "repeats": args.repeats,
+           "commits": {label: _git_commit(tree) for label, tree in trees}, "runs": runs}
+    median = {label: [{**rows[0][i], "seconds": float(np.median([r[i]["seconds"] for r in rows])),
+                       "token_updates_per_s": float(np.median([r[i]["token_updates_per_s"]
+                                                               for r in rows]))}
+                      for i in range(len(rows[0]))] for label, rows in runs.items()}
+    out["median"] = median
+    head = "| corpus | method | docs | tokens | s | token-updates/s |"
+    if args.baseline:
+        head += " old s | old token-updates/s | speed-up |"
     lines = ["# model_selection speed (K = 50, real test sets)", "",
-             (f"Machine: {out['machine']['cpu']}, {out['threads']} torch thread(s), load at start "
-              f"{out['machine']['load_average_at_start']}. Token-updates = K-way draws "
-              "(temperatures x chains x tokens; particles x tokens)."), "",
-             "| corpus | method | docs | tokens | s | token-updates/s | documents/s |",
-             "|---|---|---|---|---|---|---|"]
-    for r in out["rows"]:
-        lines.append(f"| {r['corpus']} | {r['method']} | {r['n_docs']} | {int(r['n_tokens'])} | "
-                     f"{r['seconds']:.2f} | {r['token_updates_per_s'] / 1e6:.2f} M | "
-                     f"{r['documents_per_s']:.1f} |")
+             (f"Machine: {out['machine']['cpu']}, {args.threads} torch thread(s), load at start "
+              f"{out['machine']['load_average_at_start']}; median of {args.repeats} runs, each "
+              "in a fresh process" + (f", alternating with the baseline commit "
+                                      f"{out['commits']['old']}" if args.baseline else "")
+              + f" (this commit: {out['commits']['new']}). Token-updates = K-way draws "
+              "(temperatures x chains x tokens, start sweeps included; particles x tokens)."),
+             "", head, "|" + "---|" * (head.count("|") - 1)]
+    for i, r in enumerate(median["new"]):
+        line = (f"| {r['corpus']} | {r['method']} | {r['n_docs']} | {int(r['n_tokens'])} | "
+                f"{r['seconds']:.2f} | {r['token_updates_per_s'] / 1e6:.2f} M |")
+        if args.baseline:
+            o = median["old"][i]
+            line += (f" {o['seconds']:.2f} | {o['token_updates_per_s'] / 1e6:.2f} M | "
+                     f"{o['seconds'] / r['seconds']:.1f}x |")
+        lines.append(line)
     write_results(f"{args.out}_speed", out, "\n".join(lines) + "\n")
 
 
@@ -599,23 +667,25 @@ def _synchronize(device):
         torch.cuda.synchronize(device)
 
 
-def speed_target(args):
-    """AIS over the whole 20NG test set (7.5 k documents, 0.6 M tokens), one chain, K = 50.
-
-    The model is an LDAGibbs fit of ``--target-fit-sweeps`` sweeps on the same device
-    (its quality does not change the cost). A 2-temperature run on 50 documents first
-    compiles the TorchScript loops; the timed run is synchronised on CUDA.
-    """
+def target_case(args):
+    """The timed run of :func:`speed_target`, with the sktopics on ``sys.path``."""
     device = torch.device(args.device)
     data = default_data_home()
     train = load_20news_avitm(data, subset="train").data
     test = load_20news_avitm(data, subset="test").data
     test = test[np.asarray(test.sum(1)).ravel() > 0]
+    path = os.path.join(args.model_cache, f"20ng_target_k50_{args.target_fit_sweeps}.npz")
     tic = time.perf_counter()
-    model = LDAGibbs(50, doc_topic_prior=0.1, topic_word_prior=0.01, optimize_interval=None,
-                     max_iter=args.target_fit_sweeps, device=device, random_state=0).fit(train)
-    fit_seconds = time.perf_counter() - tic
-    kw = dict(n_chains=1, kernel="collapsed", device=device, random_state=0)
+    if os.path.exists(path):
+        cached = np.load(path)
+        model, fit_seconds = (cached["phi"], cached["alpha"]), float(cached["seconds"])
+    else:
+        est = LDAGibbs(50, doc_topic_prior=0.1, topic_word_prior=0.01, optimize_interval=None,
+                       max_iter=args.target_fit_sweeps, device=device, random_state=0).fit(train)
+        model, fit_seconds = (est.components_, est.doc_topic_prior_), time.perf_counter() - tic
+        os.makedirs(args.model_cache, exist_ok=True)
+        np.savez(path, phi=model[0], alpha=model[1], seconds=fit_seconds)
+    kw = dict(n_chains=1, device=device, random_state=0)
     ais_log_likelihood(model, test[:50], n_temperatures=2, **kw)
     _synchronize(device)
     tic = time.perf_counter()
@@ -626,26 +696,57 @@ def speed_target(args):
                                                    if device.type == "cuda" else machine()["cpu"]),
            "threads": torch.get_num_threads(), "n_docs": test.shape[0],
            "n_tokens": int(test.sum()), "n_temperatures": args.target_temperatures,
-           "n_chains": 1, "seconds": seconds, "fit_seconds": fit_seconds,
-           "token_updates_per_s": result.n_token_updates / seconds,
+           "n_chains": 1, "kernel": result.settings["kernel"], "seconds": seconds,
+           "fit_seconds": fit_seconds, "token_updates_per_s": result.n_token_updates / seconds,
            "log_likelihood_per_token": float(result.per_token)}
-    out = {"machine": machine(), "row": row}
+    print("ROWS " + json.dumps([row]), flush=True)
+    return row
+
+
+def speed_target(args):
+    """AIS over the whole 20NG test set (7.5 k documents, 0.6 M tokens), one chain, K = 50.
+
+    The model is an LDAGibbs fit of ``--target-fit-sweeps`` sweeps (cached; its
+    quality does not change the cost). A 2-temperature run on 50 documents first
+    compiles the TorchScript loops; the timed run is synchronised on CUDA. With
+    ``--baseline``, the same run with the sktopics of that checkout follows, in a fresh
+    process.
+    """
+    device = torch.device(args.device)
+    here = str(Path(__file__).resolve().parents[1])
+    trees = [("new", here)] + ([("old", args.baseline)] if args.baseline else [])
+    child = ["--target-case", "--device", args.device, "--target-temperatures",
+             str(args.target_temperatures), "--target-fit-sweeps", str(args.target_fit_sweeps),
+             "--model-cache", args.model_cache, "--threads", str(args.threads)]
+    rows = {label: _in_tree(tree, child)[0] for label, tree in trees}
+    row = rows["new"]
+    out = {"machine": machine(), "row": row, "rows": rows,
+           "commits": {label: _git_commit(tree) for label, tree in trees}}
+    head = ("| code | documents | tokens | temperatures | kernel | seconds | token-updates/s | "
+            "log-likelihood per token |")
     lines = [f"# AIS over the whole 20NG test set: {args.target_temperatures} temperatures", "",
-             (f"Issue #5's goal: 1,000 temperatures in <= 10 s on one H100. Device: "
+             (f"Goals: <= 130 s on one CPU thread (issue #18), <= 10 s on one H100. Device: "
               f"{row['device_name']} ({row['device']}, {row['threads']} CPU thread(s)); load at "
               f"start {out['machine']['load_average_at_start']}. K = 50 LDAGibbs "
-              f"({args.target_fit_sweeps} sweeps), one chain, collapsed kernel, sigmoid "
-              "schedule."), "",
-             "| documents | tokens | temperatures | seconds | token-updates/s | log-likelihood per token |",
-             "|---|---|---|---|---|---|",
-             (f"| {row['n_docs']} | {row['n_tokens']} | {row['n_temperatures']} | {seconds:.1f} | "
-              f"{row['token_updates_per_s'] / 1e6:.2f} M | {row['log_likelihood_per_token']:.4f} |")]
+              f"({args.target_fit_sweeps} sweeps), one chain, kernel='auto', sigmoid "
+              "schedule; each code in a fresh process."), "", head,
+             "|" + "---|" * (head.count("|") - 1)]
+    for label, r in rows.items():
+        lines.append(f"| {label} ({out['commits'][label]}) | {r['n_docs']} | {r['n_tokens']} | "
+                     f"{r['n_temperatures']} | {r['kernel']} | {r['seconds']:.1f} | "
+                     f"{r['token_updates_per_s'] / 1e6:.2f} M | {r['log_likelihood_per_token']:.4f} |")
     write_results(f"{args.out}_target_{device.type}", out, "\n".join(lines) + "\n")
 
 
 def main():
     args = parse()
     torch.set_num_threads(args.threads)
+    if args.speed_cases:
+        speed_cases(args)
+        return
+    if args.target_case:
+        target_case(args)
+        return
     if args.speed:
         speed(args)
         return

@@ -1,49 +1,53 @@
-"""The uniform generative view: what evaluation code sees of a fitted model.
+"""The generative view: what evaluation code sees of a fitted model.
 
-Every estimator's ``_generative_view()`` returns a :class:`GenerativeView` made of a
-prior over per-document topic proportions and a likelihood of the words given those
-proportions. The evaluation code (:mod:`sktopics.model_selection`) consumes only this
-object, so it needs no per-estimator code. All arrays are CPU numpy; the ``torch``
-methods take tensors on whatever device the caller works on, and convert each array
-once per device and dtype (a :class:`~sktopics.utils._torch.TensorCache`), not once
-per call: the evaluation engines call them in hot loops.
+Every estimator's ``_generative_view()`` returns an object following the
+:class:`GenerativeModel` protocol: a prior over per-document topic proportions, a
+likelihood of the words given them, the vocabulary size, and the capabilities the
+evaluators of :mod:`sktopics.model_selection` dispatch on. The evaluators consume
+only this object, never an estimator's class. All arrays are CPU numpy; the
+``torch`` methods take tensors on whatever device the caller works on, and convert
+each array once per device and dtype (a :class:`~sktopics.utils._torch.TensorCache`),
+not once per call: the evaluation engines call them in hot loops.
 
 This module is maths only: it imports numpy and torch, never scikit-learn or skorch.
 
-Capability protocol (what :mod:`sktopics.model_selection` looks for)
----------------------------------------------------------------------
-Evaluation never type-checks priors or likelihoods; it asks a view for capabilities,
-in this order, and uses the first one present:
+The protocol (public as ``sktopics.model_selection.GenerativeModel``)
+----------------------------------------------------------------------
+The evaluators ask a view, in this order, and use the first capability present:
 
-1. ``view.path_mixture() -> (phi, alpha_root, alpha_sub) or None`` (PAM, 4-level):
-   ``phi`` (T, V) sub-topic/word, ``alpha_root`` (S,), ``alpha_sub`` (S, T). The per-token
-   latent is a path (s, t); z-space AIS uses the collapsed conditional
+1. ``view.token_mixture(approximate=...) -> TokenMixture or None``: words are a
+   per-token mixture ``theta @ topic_word`` with ``theta ~ Dirichlet(alpha)``:
+   z-space AIS (theta collapsed), left-to-right, ratio-AIS, iteration-AIS.
+2. ``view.path_mixture(approximate=...) -> PathMixture or None`` (two-level PAM):
+   ``topic_word`` (T, V), ``root_prior`` (S,), ``subtopic_prior`` (S, T) with zeros
+   on absent edges; the per-token latent is a path (s, t), the collapsed conditional
    ``(n_s + alpha_root_s) (n_st + alpha_st) / (n_s + A_s) * phi[t, w]**b``
-   (``evaluation.md`` section 5; keep the s-dependent denominator). Views without it
-   may omit the method.
-2. ``view.token_mixture() -> (phi, alpha) or None``: words are a per-token mixture
-   ``theta @ phi`` with ``theta ~ Dirichlet(alpha)``: z-space AIS (theta collapsed),
-   left-to-right, ratio-AIS on the geometric and convex paths, iteration-AIS.
-3. Otherwise the continuous engine, which needs:
-   ``prior.log_prob_h(h)``, ``prior.sample_h(n, generator, device, dtype)`` and
-   ``prior.gaussian(device, dtype) -> (mean, var)`` for a diagonal logistic-normal
-   prior on ``h`` (``theta = softmax(h)``), or ``prior.alpha``
-   (Dirichlet; then the engine works on ``h`` with the log-Jacobian added);
-   ``likelihood.log_prob(x, theta)`` differentiable in ``theta`` (torch autograd),
-   returning ``(...,)`` for counts ``x`` ``(..., V)`` and ``theta`` ``(..., K)``,
-   without the multinomial coefficient by default; optionally
-   ``view.proposal(x) -> (loc, scale)`` (an amortised Gaussian q(h | x)) where AIS /
-   importance sampling starts.
+   (``evaluation.md`` section 5).
+3. Otherwise the continuous engine (HMC over ``h``, ``theta = prior.to_theta(h)``,
+   softmax by default), which needs ``prior.gaussian(device, dtype) -> (mean, var)``
+   and ``prior.log_prob_h(h)`` for a diagonal logistic-normal prior,
+   ``likelihood.log_prob(x, theta)`` differentiable in ``theta`` (no multinomial
+   coefficient by default), and optionally ``view.proposal(x) -> (loc, scale)`` (an
+   amortised Gaussian q(h | x), where AIS and importance sampling start).
 
-A new model family (e.g. ``sktopics/_generative_pam.py``) adds prior/likelihood
-classes implementing these methods and, for z-space evaluation, a view subclass (or a
-``GenerativeView`` whose likelihood carries the method) exposing ``token_mixture`` or
-``path_mixture``. Arrays are CPU numpy float64; methods taking tensors must work on
-any device and dtype.
+``approximate`` is the one modelling choice the evaluators make: the neural models
+(AVITM, PAMVI, MoLDA) train with logistic-normal priors that stand for Dirichlets
+(their Laplace approximations). ``approximate=True`` (the evaluators' default,
+``dirichlet_approximation=True``) evaluates the model with those Dirichlets, whose
+assignments can be collapsed; ``approximate=False`` returns a mixture only when the
+prior *is* a Dirichlet, so the evaluators fall through to the continuous engine and
+evaluate the model as trained.
+
+The capabilities are duck-typed, one method per part: a prior says which Dirichlet
+it is or stands for (``prior.dirichlet(approximate)``), a likelihood whether its
+words are a mixture over topics (``likelihood.mixture_topics()``). A new model
+family adds prior/likelihood classes implementing these methods; nothing in the
+evaluators changes. ``tests/test_generative_protocol.py`` checks every estimator's
+view against the protocol.
 """
 
 from dataclasses import dataclass, field
-from typing import Callable, Optional
+from typing import Callable, NamedTuple, Optional, Protocol, runtime_checkable
 
 import numpy as np
 import torch
@@ -51,6 +55,9 @@ import torch
 from .utils._torch import TensorCache
 
 __all__ = [
+    "GenerativeModel",
+    "PathMixture",
+    "TokenMixture",
     "DirichletPrior",
     "LogisticNormalPrior",
     "MixtureLikelihood",
@@ -59,6 +66,73 @@ __all__ = [
     "laplace_logistic_normal",
     "multinomial_log_coefficient",
 ]
+
+
+class TokenMixture(NamedTuple):
+    """Words as a per-token mixture over topics under a Dirichlet prior.
+
+    Attributes
+    ----------
+    topic_word : ndarray of shape (n_topics, n_features)
+        Rows sum to 1.
+    doc_topic_prior : ndarray of shape (n_topics,)
+        The Dirichlet's parameters (positive).
+    """
+
+    topic_word: np.ndarray
+    doc_topic_prior: np.ndarray
+
+
+class PathMixture(NamedTuple):
+    """A two-level PAM: each token's latent is a path (super-topic s, sub-topic t).
+
+    Attributes
+    ----------
+    topic_word : ndarray of shape (n_subtopics, n_features)
+        The sub-topics' word distributions (rows sum to 1).
+    root_prior : ndarray of shape (n_supertopics,)
+        The root's Dirichlet over the super-topics.
+    subtopic_prior : ndarray of shape (n_supertopics, n_subtopics)
+        Each super-topic's Dirichlet over its sub-topics; 0 on absent edges.
+    """
+
+    topic_word: np.ndarray
+    root_prior: np.ndarray
+    subtopic_prior: np.ndarray
+
+
+@runtime_checkable
+class GenerativeModel(Protocol):
+    """What the evaluators of :mod:`sktopics.model_selection` need of a fitted model.
+
+    :func:`sktopics.model_selection.generative_view` returns one for every sktopics
+    estimator; a user's own model can implement it to be evaluated by the same code.
+    See the module docstring of ``sktopics._generative`` (and the user guide,
+    "Evaluating topic models") for what each part must do.
+
+    Attributes
+    ----------
+    n_features : int
+        Vocabulary size.
+    prior : object
+        Prior over a document's topic proportions (``dirichlet(approximate)``; for
+        the continuous engine ``gaussian(device, dtype)`` and ``log_prob_h(h)``).
+    likelihood : object
+        ``log_prob(x, theta)``; ``mixture_topics()`` for mixtures.
+    proposal : callable or None
+        Amortised posterior ``x -> (loc, scale)`` of the latent, or None.
+    """
+
+    n_features: int
+    prior: object
+    likelihood: object
+    proposal: Optional[Callable]
+
+    def token_mixture(self, approximate=True) -> Optional[TokenMixture]:
+        """The per-token mixture, or None."""
+
+    def path_mixture(self, approximate=True) -> Optional[PathMixture]:
+        """The two-level PAM's paths, or None."""
 
 
 def laplace_logistic_normal(alpha):
@@ -117,10 +191,9 @@ class DirichletPrior:
     def n_topics(self):
         return self.alpha.shape[0]
 
-    def sample_theta(self, n, generator=None, device="cpu"):
-        alpha = self._tensors.get("alpha", self.alpha, device, torch.float64)
-        gamma = torch._standard_gamma(alpha.expand(n, -1).contiguous(), generator=generator)
-        return gamma / gamma.sum(-1, keepdim=True)
+    def dirichlet(self, approximate=True):
+        """The Dirichlet's parameters (this prior is one)."""
+        return self.alpha
 
 
 @dataclass(frozen=True)
@@ -136,6 +209,10 @@ class LogisticNormalPrior:
     @property
     def n_topics(self):
         return self.mean.shape[0]
+
+    def dirichlet(self, approximate=True):
+        """The Dirichlet this prior approximates, when ``approximate``; else None."""
+        return self.approximates if approximate else None
 
     def gaussian(self, device, dtype):
         """``(mean, var)`` of the Gaussian on ``h`` as tensors on ``device``."""
@@ -156,6 +233,10 @@ class MixtureLikelihood:
     topic_word: np.ndarray  # (K, V), rows sum to 1
     _tensors: TensorCache = field(default_factory=TensorCache, init=False, repr=False,
                                   compare=False)
+
+    def mixture_topics(self):
+        """The mixture's topics (K, V): this likelihood is a per-token mixture."""
+        return self.topic_word
 
     def word_probabilities(self, theta):
         return theta @ self._tensors.get("topic_word", self.topic_word, theta.device, theta.dtype)
@@ -206,7 +287,7 @@ class GenerativeView:
     prior : DirichletPrior or LogisticNormalPrior
         Prior over a document's topic proportions.
     likelihood : MixtureLikelihood or ProductOfExpertsLikelihood
-        ``p(words | theta)``.
+        ``p(words | theta)``. Implements :class:`GenerativeModel`.
     n_features : int
         Vocabulary size.
     proposal : callable or None
@@ -224,26 +305,20 @@ class GenerativeView:
     def n_topics(self):
         return self.prior.n_topics
 
-    def path_mixture(self):
-        """``(phi, alpha_root, alpha_sub)`` for a PAM view, ``None`` otherwise.
+    def path_mixture(self, approximate=True):
+        """``None``: a flat model's tokens carry a topic, not a path."""
+        return None
 
-        Delegates to ``likelihood.path_mixture(prior)`` when the likelihood defines
-        it (see the capability protocol in the module docstring).
-        """
-        method = getattr(self.likelihood, "path_mixture", None)
-        return None if method is None else method(self.prior)
-
-    def token_mixture(self):
-        """``(topic_word, alpha)`` when words are a per-token mixture over topics.
+    def token_mixture(self, approximate=True):
+        """:class:`TokenMixture` when words are a per-token mixture under a Dirichlet.
 
         Enables AIS over topic assignments with theta collapsed (Wallach et al.
-        2009). ``None`` for ProdLDA, whose likelihood is not a mixture. For a
-        logistic-normal prior, ``alpha`` is the Dirichlet it approximates.
+        2009). ``None`` for ProdLDA, whose likelihood is not a mixture. A
+        logistic-normal prior (AVITM) gives the Dirichlet it approximates when
+        ``approximate``, and ``None`` otherwise.
         """
-        if not isinstance(self.likelihood, MixtureLikelihood):
+        topics = getattr(self.likelihood, "mixture_topics", None)
+        alpha = self.prior.dirichlet(approximate)
+        if topics is None or alpha is None:
             return None
-        if isinstance(self.prior, DirichletPrior):
-            return self.likelihood.topic_word, self.prior.alpha
-        if getattr(self.prior, "approximates", None) is not None:
-            return self.likelihood.topic_word, self.prior.approximates
-        return None
+        return TokenMixture(topics(), np.asarray(alpha))

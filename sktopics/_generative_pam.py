@@ -34,6 +34,7 @@ import numpy as np
 import torch
 
 from ._generative import (
+    PathMixture,
     diagonal_gaussian_log_prob,
     diagonal_gaussian_sample,
     laplace_logistic_normal,
@@ -293,7 +294,7 @@ class PAMGenerativeView:
     def n_topics(self):
         return self.prior.latent_dim
 
-    def token_mixture(self):
+    def token_mixture(self, approximate=True):
         """``None``: a PAM token's topic is a path, see :meth:`path_mixture`."""
         return None
 
@@ -301,14 +302,15 @@ class PAMGenerativeView:
         """Per-level Dirichlet parameters ``(parent_sizes[l], levels[l])`` (0 = no edge)."""
         return [np.array(a) for a in self.prior.approximates]
 
-    def path_mixture(self):
-        """``(phi, alpha_root, alpha_sub)`` for two-level DAGs (4-PAM, MoLDA).
+    def path_mixture(self, approximate=True):
+        """:class:`~sktopics._generative.PathMixture` of a two-level DAG (4-PAM, MoLDA).
 
-        ``phi`` (k2, V) sub-topic word distributions, ``alpha_root`` (k1,) and
-        ``alpha_sub`` (k1, k2) with zeros on masked edges. ``None`` for other depths
+        The Dirichlets are those the nodes' logistic-normal priors approximate, so
+        there is a path mixture only when ``approximate``. ``None`` for other depths
         (use :meth:`level_alphas`).
         """
-        if len(self.structure.levels) != 2 or self.prior.approximates is None:
+        if (not approximate or len(self.structure.levels) != 2
+                or self.prior.approximates is None):
             return None
         alpha_root, alpha_sub = self.level_alphas()
-        return self.likelihood.topic_word.copy(), alpha_root[0], alpha_sub
+        return PathMixture(self.likelihood.topic_word.copy(), alpha_root[0], alpha_sub)

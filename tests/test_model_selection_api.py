@@ -150,15 +150,23 @@ def test_prodlda_hmc_step_tuned_in_a_pilot_run(prodlda):
     assert tuned.n_token_updates > fixed.n_token_updates  # the pilot is paid for
 
 
-def test_prodlda_ratio_falls_back_to_paired(prodlda):
+@pytest.mark.parametrize("random_state", [0, np.random.RandomState(5), None])
+def test_prodlda_ratio_falls_back_to_paired_with_common_random_numbers(prodlda, random_state):
+    # issue 18: the fallback warns, and its two AIS runs share one seed (the point of
+    # pairing) and this call's schedule and kernel, whatever random_state is
     X = corpus(4, seed=6)
     lda = StandInLDA(2).fit(corpus(60))
-    res = ratio_ais(lda, prodlda, X, n_temperatures=5, n_chains=2, random_state=0)
+    with pytest.warns(UserWarning, match="paired standard AIS"):
+        res = ratio_ais(lda, prodlda, X, n_temperatures=5, n_chains=2, kernel="blocked",
+                        random_state=random_state)
     assert res.method == "paired-ais" and "paired" in res.settings["note"]
-    kw = dict(n_temperatures=5, n_chains=2, schedule="linear", random_state=0)
-    a = ais_log_likelihood(lda, X, **kw)
+    seed = res.settings["random_state"]
+    assert isinstance(seed, int)
+    kw = dict(n_temperatures=5, n_chains=2, schedule="linear", random_state=seed)
+    a = ais_log_likelihood(lda, X, kernel="blocked", **kw)
     b = ais_log_likelihood(prodlda, X, **kw)
-    np.testing.assert_allclose(res.per_document, a.per_document - b.per_document)
+    assert res.settings["kernel"] == ("blocked", "hmc")
+    np.testing.assert_array_equal(res.per_document, a.per_document - b.per_document)
 
 
 # --------------------------------------------------------------------------- default_score
@@ -409,7 +417,8 @@ def test_iteration_ais_accepts_an_estimator_with_snapshots():
     assert all(np.isfinite(r.per_token) for r in results)
     same = iteration_ais([s[1:] for s in est.snapshots_], X[40:], n_start_temperatures=20,
                          n_segment_temperatures=5, n_chains=2, random_state=0)
-    np.testing.assert_array_equal(results[-1].per_document, same[-1].per_document)
+    # the (phi, alpha) pairs are renormalised: equal up to rounding
+    np.testing.assert_allclose(results[-1].per_document, same[-1].per_document, rtol=1e-9)
 
 
 def test_grid_search_with_ratio_ais_scorer_across_numbers_of_topics():
@@ -421,3 +430,120 @@ def test_grid_search_with_ratio_ais_scorer_across_numbers_of_topics():
     scores = grid.cv_results_["mean_test_score"]
     assert np.all(np.isfinite(scores))
     assert scores[1] > scores[0]  # two topics beat one, relative to the same reference
+
+
+# --------------------------------------------------------------------------- issue 18 API
+
+
+def test_scorer_keywords_are_checked_when_the_scorer_is_made():
+    with pytest.raises(TypeError, match="n_temperature"):
+        make_ais_scorer(n_temperature=5)
+    with pytest.raises(ValueError, match="kernel"):
+        make_ais_scorer(kernel="fast")
+    with pytest.raises(TypeError, match="rejuvenation"):
+        make_left_to_right_scorer(rejuvenation=True)
+    with pytest.raises(ValueError, match="path"):
+        make_ratio_ais_scorer(None, path="straight")
+    assert "schedule='linear'" in repr(make_ais_scorer(schedule="linear"))
+
+
+def test_scores_with_their_errors_in_a_grid_search_and_a_ranking_check():
+    from sklearn.model_selection import GridSearchCV
+
+    from sktopics import LDAGibbs
+    from sktopics.model_selection import check_ranking
+
+    X = corpus(60)
+    search = GridSearchCV(LDAGibbs(max_iter=20, device=TEST_DEVICE, random_state=0),
+                          {"n_components": [2, 3]}, cv=2, refit="score",
+                          scoring=make_left_to_right_scorer(n_particles=10, return_stderr=True))
+    search.fit(X)
+    for name in ("score", "stderr", "bias"):
+        assert np.all(np.isfinite(search.cv_results_[f"mean_test_{name}"]))
+    assert np.all(search.cv_results_["mean_test_stderr"] > 0)
+    report = check_ranking(search.cv_results_)
+    assert report["best"] == search.best_index_ and report["error"] > 0
+
+
+def _cv_results(means, stderrs, biases=None):
+    out = {"params": [{"k": i} for i in range(len(means))],
+           "mean_test_score": np.array(means),
+           "split0_test_stderr": np.array(stderrs) * np.sqrt(2),
+           "split1_test_stderr": np.array(stderrs) * np.sqrt(2)}
+    if biases is not None:
+        out["mean_test_bias"] = np.array(biases)
+    return out
+
+
+def test_check_ranking_warns_when_the_errors_exceed_the_lead():
+    from sktopics.model_selection import RankingWarning, check_ranking
+
+    # the lead 0.01 against a combined error of 0.001: settled
+    assert check_ranking(_cv_results([-7.0, -7.01, -7.2], [0.001, 0.001, 0.001]))["settled"]
+    with pytest.warns(RankingWarning, match="cannot rank"):  # Monte Carlo error
+        report = check_ranking(_cv_results([-7.0, -7.01], [0.01, 0.01]))
+    assert not report["settled"] and report["best"] == 0
+    with pytest.warns(RankingWarning, match="bias"):  # budget error: biases differ by 0.05
+        report = check_ranking(_cv_results([-7.0, -7.01], [0.001, 0.001], [0.06, 0.01]))
+    assert report["bias_gap"] == pytest.approx(0.05)
+    with pytest.raises(KeyError, match="return_stderr"):
+        check_ranking({"mean_test_score": np.zeros(2), "params": [{}, {}]})
+
+
+def test_the_budget_check_sees_a_short_annealing():
+    # the AIS score rises far more from 1 to 2 temperatures than from 50 to 100
+    X = corpus(40, seed=2)
+    model = (np.random.default_rng(0).dirichlet(np.ones(X.shape[1]), 3), 0.5)
+    short = make_ais_scorer(n_temperatures=2, return_stderr=True)(model, X)
+    long = make_ais_scorer(n_temperatures=100, return_stderr=True)(model, X)
+    assert short["bias"] > 10 * long["bias"] >= 0
+    assert short["score"] < long["score"]
+    assert np.isnan(make_ais_scorer(n_temperatures=1, return_stderr=True)(model, X)["bias"])
+
+
+def test_model_comparison_reads_as_an_answer():
+    n = np.full(4, 10.0)
+    clear = ModelComparison(per_document=np.array([2.0, 1.0, 3.0, -1.0]),
+                            per_document_stderr=np.full(4, 0.1), n_tokens=n, method="ratio-ais",
+                            forward=np.array([1.9, 0.9, 2.9, -1.1]),
+                            reverse=np.array([2.1, 1.1, 3.1, -0.9]))
+    assert clear.verdict == "A"
+    text = repr(clear)
+    assert "A is better" in text and "3 of 4 documents" in text and "agree" in text
+    bracket = clear.bracket()
+    assert bracket.forward > bracket.reverse  # perplexity ratios: forward's is larger
+    assert bracket.forward == pytest.approx(np.exp(-4.6 / 40))
+    split = ModelComparison(per_document=np.array([0.1, -0.1]), per_document_stderr=np.ones(2),
+                            n_tokens=n[:2], method="ratio-ais", forward=np.array([-1.0, -1.0]),
+                            reverse=np.array([1.0, 1.0]))
+    assert split.verdict == "undecided" and "disagree" in repr(split)
+    noisy = ModelComparison(per_document=np.array([0.5, 0.5]), per_document_stderr=np.ones(2),
+                            n_tokens=n[:2], method="paired-ais")
+    assert noisy.verdict == "undecided" and noisy.bracket() is None
+
+
+def test_verbose_prints_progress(capsys, monkeypatch):
+    import sktopics._evaluation._progress as progress
+
+    monkeypatch.setattr(progress.time, "perf_counter", iter(range(0, 10_000, 5)).__next__)
+    X = corpus(30)
+    model = (np.random.default_rng(0).dirichlet(np.ones(X.shape[1]), 3), 0.5)
+    ais_log_likelihood(model, X, n_temperatures=4, n_chains=2, random_state=0, verbose=2)
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert len(lines) >= 3 and all(line.startswith("[ais_log_likelihood]") for line in lines)
+    assert "ETA" in lines[0] and "token-updates/s" in lines[0]
+    assert lines[-1].endswith("done") and "30/30 documents" in lines[-1]
+    left_to_right_log_likelihood(model, X, n_particles=3, random_state=0, verbose=1)
+    assert "[left_to_right_log_likelihood] 100%" in capsys.readouterr().out
+    ais_log_likelihood(model, X, n_temperatures=4, n_chains=2, random_state=0)
+    assert capsys.readouterr().out == ""
+
+
+def test_one_device_default_across_functions():
+    import inspect
+
+    from sktopics.model_selection import document_completion_log_likelihood
+
+    for fn in (ais_log_likelihood, left_to_right_log_likelihood, ratio_ais, iteration_ais,
+               document_completion_log_likelihood):
+        assert inspect.signature(fn).parameters["device"].default == "auto", fn.__name__

@@ -27,6 +27,7 @@ MATHS_MODULES = [
     "_neural/_pam_modules.py",
     "_generative_pam.py",
     "pam.py",
+    "_random.py",
 ]
 
 
@@ -56,6 +57,76 @@ def test_model_selection_never_imports_estimator_modules():
     for path in folder.glob("*.py"):
         imported = _imported_modules(path)
         assert not any("_gibbs" in name or "_neural" in name for name in imported), (path, imported)
+
+
+def _module_name(path):
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _import_graph():
+    """{module: modules of the package it imports, anywhere in its code}."""
+    modules = {_module_name(p): p for p in PACKAGE.rglob("*.py")}
+    graph = {}
+    for name, path in modules.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        edges = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.level:
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join(base + ([node.module] if node.module else []))
+                targets = [f"{base}.{a.name}" for a in node.names]
+                edges.update(t if t in modules else base for t in targets)
+            elif isinstance(node, (ast.Import, ast.ImportFrom)):
+                absolute = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module]
+                edges.update(m for m in absolute if m in modules)
+        graph[name] = {e for e in edges if e in modules and e != name}
+    return graph
+
+
+def test_no_import_cycles_inside_the_package():
+    # arrows point one way: no module imports, even lazily, one that imports it back
+    graph = _import_graph()
+    state, stack, cycles = {}, [], []
+
+    def visit(node):
+        state[node] = "open"
+        stack.append(node)
+        for nxt in sorted(graph[node]):
+            if state.get(nxt) == "open":
+                cycles.append(stack[stack.index(nxt):] + [nxt])
+            elif nxt not in state:
+                visit(nxt)
+        stack.pop()
+        state[node] = "done"
+
+    for node in sorted(graph):
+        if node not in state:
+            visit(node)
+    assert not cycles, cycles
+
+
+def test_the_cycle_check_sees_a_cycle(tmp_path, monkeypatch):
+    # the check above has power: a package whose two modules import each other fails it
+    package = tmp_path / "fake"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "a.py").write_text("from .b import x\n")
+    (package / "b.py").write_text("def f():\n    from .a import y\n")
+    monkeypatch.setattr(sys.modules[__name__], "PACKAGE", package)
+    graph = _import_graph()
+    assert graph["fake.a"] == {"fake.b"} and graph["fake.b"] == {"fake.a"}
+    with pytest.raises(AssertionError):
+        test_no_import_cycles_inside_the_package()
+
+
+def test_evaluation_engines_import_neither_model_selection_nor_estimators():
+    graph = _import_graph()
+    for name, edges in graph.items():
+        if name.startswith("sktopics._evaluation"):
+            assert not any(e.startswith(("sktopics.model_selection", "sktopics._gibbs",
+                                         "sktopics._neural", "sktopics._base")) for e in edges), (
+                name, edges)
 
 
 def test_private_sklearn_names_only_in_compat_layer():

@@ -52,7 +52,7 @@ def default_score(view, X_csr, device="cpu"):
     if view.token_mixture() is not None and integer:
         est = smc_log_likelihood(sequential_mixture(view), X, n_particles=32, n_filters=1,
                                  resample_threshold=0.5, rejuvenate=False, device=device,
-                                 root=root_key(0))[0]
+                                 root=root_key(0))[0].estimate
     else:
         est = importance_sampling(view, X, 64, root_key(0), device)
     return float(np.sum(est) / n_tokens)

@@ -120,7 +120,7 @@ def _tune_step_multipliers(target, betas, h, eps, n_leapfrog, keys, n_docs, n_ch
 
 def continuous_ais(view, X, *, n_temperatures, n_chains, schedule_name, device, root,
                    step_size=0.25, n_leapfrog=5, start="proposal", batch_size=256,
-                   target_acceptance=None, n_pilot_temperatures=50):
+                   target_acceptance=None, n_pilot_temperatures=50, progress=None):
     """HMC AIS; returns ``(PerDocument, n_updates, acceptance, tuned multipliers)``."""
     betas = schedule(schedule_name, n_temperatures)
     n_docs = X.shape[0]
@@ -170,7 +170,11 @@ def continuous_ais(view, X, *, n_temperatures, n_chains, schedule_name, device, 
                 h, acc = _hmc_step(target, float(betas[s]), h, eps, n_leapfrog, keys, (3, s))
                 acc_total += acc.sum()
                 acc_count += acc.numel()
+            if progress is not None:
+                progress.advance(h.shape[0] * (n_leapfrog + 1))
         out.add_weights(batch, logw, n_chains)
+        if progress is not None:
+            progress.finish_documents(len(batch))
     n_updates = len(docs) * n_chains * (len(betas) - 1) * (n_leapfrog + 1)
     acceptance = float(acc_total) / acc_count if acc_count else float("nan")
     tuned = None

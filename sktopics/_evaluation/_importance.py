@@ -51,7 +51,7 @@ def _importance_sampling_batch(view, X, rows, n_samples, root, device):
             logw = torch.zeros(h.shape[0], dtype=torch.float64, device=device)
         theta = to_theta(prior, h)
     else:
-        alpha = torch.as_tensor(prior.alpha, dtype=torch.float64, device=device)
+        alpha = torch.as_tensor(prior.dirichlet(), dtype=torch.float64, device=device)
         log_theta = counter_log_dirichlet(alpha.expand(xr.shape[0], -1).contiguous(),
                                           keys.view(-1, 1), 0)
         theta = torch.exp(log_theta)

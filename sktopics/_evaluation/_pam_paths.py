@@ -173,8 +173,9 @@ def pam_ais(path_mixture, X, *, n_temperatures, n_chains, schedule_name, device,
                                root=root, stream=1):
         path = PAMZPath(batch, log_phi_rows(phi_t, batch), a_root, a_path, p_super, p_leaf)
         z, c = draw_pam_prior(a_root, a_path, p_super, batch, (0,))
-        logw = anneal(path, betas, z, c, "collapsed", stage=1, resample=resample)
+        logw = anneal(path, betas, z, c, "collapsed", stage=1, resample=resample,
+                      progress=progress)
         out.add_weights(batch.docs, logw, n_chains)
         if progress is not None:
-            progress.update(len(batch.docs))
+            progress.finish_documents(len(batch.docs))
     return out

@@ -168,10 +168,13 @@ def ratio_direction(mix_src, mix_dst, X, *, path, betas, start, start_betas, n_b
         z, c, u = start_state(phi_s, alpha_s, L_s, batch, start, start_betas, n_burnin, kernel,
                               20)
         ratio_path = ZPath(path, batch, L_d, a_dst, L_s, a_src)
-        v = anneal(ratio_path, betas, z, c, kernel, stage=30, move_first=start == "ais")
+        if progress is not None:  # the start's work
+            progress.advance(batch.n_tokens * (n_burnin + 1 if start != "ais" else len(start_betas)))
+        v = anneal(ratio_path, betas, z, c, kernel, stage=30, move_first=start == "ais",
+                   progress=progress)
         out.add(batch.docs, _combine(u, v, len(batch.docs), n_chains))
         if progress is not None:
-            progress.update(len(batch.docs))
+            progress.finish_documents(len(batch.docs))
     return out
 
 
@@ -188,7 +191,7 @@ def iteration_segments(mixes, X, *, path, start_betas, segment_betas, n_chains, 
         L_prev = log_phi_rows(phis[0], batch)
         z, c = draw_prior(alphas[0], batch, (0,), n_topics)
         logw = anneal(ZPath("geometric", batch, L_prev, alphas[0]), start_betas, z, c, kernel,
-                      stage=1)
+                      stage=1, progress=progress)
         for t in range(len(mixes)):
             if t > 0 and resample_threshold > 0 and n_chains > 1:
                 logw, n_res = resample_chains(logw, z, c, batch, resample_threshold, t)
@@ -197,9 +200,9 @@ def iteration_segments(mixes, X, *, path, start_betas, segment_betas, n_chains, 
                 L_t = log_phi_rows(phis[t], batch)
                 seg = ZPath(path, batch, L_t, alphas[t], L_prev, alphas[t - 1])
                 logw = logw + anneal(seg, segment_betas, z, c, kernel, stage=(100 + t),
-                                     move_first=True)
+                                     move_first=True, progress=progress)
                 L_prev = L_t
             outs[t].add_weights(batch.docs, logw, n_chains)
         if progress is not None:
-            progress.update(len(batch.docs))
+            progress.finish_documents(len(batch.docs))
     return outs, int(n_resampled)

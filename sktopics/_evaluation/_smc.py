@@ -52,33 +52,35 @@ class _TopicPredictive:
         return c + self.alpha
 
 
-def sequential_mixture(view):
+def sequential_mixture(view, dirichlet_approximation=True):
     """``(phi, kind, params)`` of a view whose tokens can be scored left to right.
 
     LDA-like views (``token_mixture()``) give their topics; two-level PAMs
     (``path_mixture()``) give one row of ``phi`` per path, the path's leaf topic.
-    ``None`` for other views (ProdLDA, deeper DAGs).
+    ``None`` for other views (ProdLDA, deeper DAGs, and logistic-normal priors
+    without ``dirichlet_approximation``).
     """
-    mix = view.token_mixture()
+    mix = view.token_mixture(approximate=dirichlet_approximation)
     if mix is not None:
         phi, alpha = mix
         return np.asarray(phi, dtype=np.float64), "topics", (np.asarray(alpha, dtype=np.float64),)
-    paths = view.path_mixture()
+    paths = view.path_mixture(approximate=dirichlet_approximation)
     if paths is None:
         return None
     phi, alpha_root, alpha_path, supers, leaves = path_arrays(paths)
     return phi[leaves], "pam_paths", (alpha_root, alpha_path, supers)
 
 
-def require_sequential_mixture(view, caller):
+def require_sequential_mixture(view, caller, dirichlet_approximation=True):
     """:func:`sequential_mixture` of ``view``, or an error naming what is needed."""
-    mixture = sequential_mixture(view)
+    mixture = sequential_mixture(view, dirichlet_approximation)
     if mixture is None:
         raise ValueError(
             f"{caller} needs a model whose tokens are a mixture with Dirichlet priors that "
             "can be collapsed: LDA-like models (LDAGibbs, AVITM) or two-level PAMs (4-PAM, "
-            "MoLDA). ProdLDA's likelihood is not a mixture, and PAMs deeper than two levels "
-            "are not supported; use ais_log_likelihood."
+            "MoLDA; the neural models with dirichlet_approximation=True). ProdLDA's "
+            "likelihood is not a mixture, and PAMs deeper than two levels are not "
+            "supported; use ais_log_likelihood."
         )
     return mixture
 
@@ -176,8 +178,8 @@ def _rejuvenate(phi_t, predictive, tok, z, c, n, keys, step):
 
 
 def smc_log_likelihood(mixture, X, *, n_particles, n_filters, resample_threshold, rejuvenate,
-                       device, root, observed_fraction=None):
-    """Per-document SMC estimates ``(est, stderr, n_resampling_events)``.
+                       device, root, observed_fraction=None, progress=None):
+    """Per-document SMC estimates: a :class:`~._tokens.PerDocument` and the resampling events.
 
     ``mixture`` is :func:`sequential_mixture`'s triple.
     """
@@ -203,4 +205,7 @@ def smc_log_likelihood(mixture, X, *, n_particles, n_filters, resample_threshold
                               float(resample_threshold), rejuvenate, n_obs)
         n_res += int(r)
         out.add(batch, logmeanexp_stats(log_p.view(len(batch), n_filters)))
-    return out.estimate, out.stderr, n_res
+        if progress is not None:
+            progress.advance(float(lengths[batch].sum()) * n_particles * n_filters)
+            progress.finish_documents(len(batch))
+    return out, n_res

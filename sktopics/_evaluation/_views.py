@@ -6,7 +6,7 @@ import scipy.sparse as sp
 from .._generative import DirichletPrior, GenerativeView, MixtureLikelihood
 from ..utils._validation import check_counts
 
-__all__ = ["check_eval_counts", "generative_view", "split_pipeline"]
+__all__ = ["check_eval_counts", "generative_view", "latent_of", "split_pipeline"]
 
 
 def generative_view(estimator):
@@ -68,3 +68,26 @@ def check_eval_counts(X, n_features, integer=True, owner="this estimator"):
         X = np.asarray(X, dtype=np.float64)
     return check_counts(X, owner=owner, n_features=n_features, integer_counts=integer,
                         stacklevel=4)
+
+
+def latent_of(view, dirichlet_approximation=True):
+    """What the evaluators anneal for ``view``: ``(kind, mixture, prior)``.
+
+    ``kind`` is ``"topics"`` (a :class:`~sktopics._generative.TokenMixture`),
+    ``"paths"`` (a :class:`~sktopics._generative.PathMixture`) or ``"continuous"``
+    (``mixture`` None); ``prior`` says which prior is evaluated, for the results'
+    ``settings``: ``"dirichlet"``, ``"dirichlet (approximated by the model's
+    logistic-normal prior)"`` or ``"as trained"``.
+    """
+    approximate = bool(dirichlet_approximation)
+    mixture = view.token_mixture(approximate=approximate)
+    kind = "topics"
+    if mixture is None:
+        mixture, kind = view.path_mixture(approximate=approximate), "paths"
+    if mixture is None:
+        return "continuous", None, "as trained"
+    exact = (view.token_mixture(approximate=False) if kind == "topics"
+             else view.path_mixture(approximate=False))
+    prior = "dirichlet" if exact is not None else (
+        "dirichlet (approximated by the model's logistic-normal prior)")
+    return kind, mixture, prior

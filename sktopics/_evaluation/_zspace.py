@@ -389,15 +389,16 @@ def kernel_fn(kernel, path):
     return sweep_collapsed
 
 
-def anneal(path, betas, z, c, kernel, stage, move_first=False, resample=None):
+def anneal(path, betas, z, c, kernel, stage, move_first=False, resample=None, progress=None):
     """AIS along ``path`` over ``betas`` from state (z, c); returns log-weights (rows,).
 
     ``resample``: None, or a dict with ``threshold``; a document's chains are then
     resampled after a weight update when their effective sample size falls below
     ``threshold * n_chains`` (the dict's ``events`` counts them, as a tensor until
-    the caller reads it).
+    the caller reads it). ``progress``: a :class:`~._progress.Progress` or None.
     """
     sweep = kernel_fn(kernel, path)
+    work = path.batch.n_tokens
     logw = torch.zeros(c.shape[0], dtype=torch.float64, device=c.device)
     if move_first:
         sweep(path, float(betas[0]), z, c, (stage, 0))
@@ -410,6 +411,8 @@ def anneal(path, betas, z, c, kernel, stage, move_first=False, resample=None):
                                               stage, s)
                 resample["events"] = resample.get("events", 0) + n_res
             sweep(path, float(betas[s]), z, c, (stage, s))
+        if progress is not None:
+            progress.advance(work)
     return logw
 
 
@@ -444,8 +447,8 @@ def z_ais(mixture, X, *, n_temperatures, n_chains, schedule_name, kernel, device
                                root=root, stream=1):
         path = ZPath("geometric", batch, log_phi_rows(phi_t, batch), alpha_t)
         z, c = draw_prior(alpha_t, batch, (0,), n_topics)
-        logw = anneal(path, betas, z, c, kernel, stage=1, resample=resample)
+        logw = anneal(path, betas, z, c, kernel, stage=1, resample=resample, progress=progress)
         out.add_weights(batch.docs, logw, n_chains)
         if progress is not None:
-            progress.update(len(batch.docs))
+            progress.finish_documents(len(batch.docs))
     return out

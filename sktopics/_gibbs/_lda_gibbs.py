@@ -2,6 +2,7 @@
 
 import time
 from numbers import Integral, Real
+from typing import NamedTuple
 
 import numpy as np
 import torch
@@ -24,7 +25,26 @@ from ._sweeps import (
     sequential_sweep,
 )
 
-__all__ = ["LDAGibbs"]
+__all__ = ["LDAGibbs", "Snapshot"]
+
+
+class Snapshot(NamedTuple):
+    """The model of one sweep of an :class:`LDAGibbs` run (``snapshots_``)."""
+
+    sweep: int
+    components: np.ndarray
+    doc_topic_prior: np.ndarray
+
+    def _generative_view(self):
+        return _lda_view(self.components, self.doc_topic_prior)
+
+
+def _lda_view(components, doc_topic_prior):
+    return GenerativeView(
+        prior=DirichletPrior(np.asarray(doc_topic_prior, dtype=np.float64)),
+        likelihood=MixtureLikelihood(np.asarray(components, dtype=np.float64)),
+        n_features=components.shape[1],
+    )
 
 #: ``algorithm="auto"`` switches from the dense parallel sweep to MH at this K. On
 #: BBC (1 thread) the parallel sweep reaches a given perplexity far sooner at K = 50,
@@ -147,9 +167,10 @@ class LDAGibbs(BaseTopicModel):
         Sweeps done so far (cumulative under ``warm_start`` / ``partial_fit``).
     algorithm_ : str
         The sampler used.
-    snapshots_ : list of tuple
-        ``(sweep, components, doc_topic_prior)`` when ``snapshot_interval`` is
-        set.
+    snapshots_ : list of Snapshot
+        Named tuples ``(sweep, components, doc_topic_prior)`` when
+        ``snapshot_interval`` is set; each is a model that
+        :func:`~sktopics.model_selection.iteration_ais` (or any evaluator) takes.
     n_features_in_ : int
         Number of features seen during fit.
     feature_names_in_ : ndarray of shape (`n_features_in_`,)
@@ -378,7 +399,7 @@ class LDAGibbs(BaseTopicModel):
                 n_kept += 1
             if self.snapshot_interval is not None and sweep % self.snapshot_interval == 0:
                 snapshots.append(
-                    (sweep, state.topic_word(beta).cpu().numpy(), np.array(alpha, copy=True))
+                    Snapshot(sweep, state.topic_word(beta).cpu().numpy(), np.array(alpha, copy=True))
                 )
             last = sweep == start + n_sweeps
             if sweep % self.evaluate_every == 0 or last:
@@ -461,8 +482,4 @@ class LDAGibbs(BaseTopicModel):
         return doc_topic
 
     def _generative_view(self):
-        return GenerativeView(
-            prior=DirichletPrior(np.asarray(self.doc_topic_prior_, dtype=np.float64)),
-            likelihood=MixtureLikelihood(np.asarray(self.components_, dtype=np.float64)),
-            n_features=self.components_.shape[1],
-        )
+        return _lda_view(self.components_, self.doc_topic_prior_)

@@ -9,6 +9,7 @@ sequential Monte Carlo form); comparators :func:`ratio_ais` and
 """
 
 from .._evaluation._views import generative_view
+from .._generative import GenerativeModel, PathMixture, TokenMixture
 from ._ais import ais_log_likelihood
 from ._iteration_ais import iteration_ais
 from ._left_to_right import (
@@ -16,8 +17,10 @@ from ._left_to_right import (
     left_to_right_log_likelihood,
 )
 from ._ratio_ais import align_topics, ratio_ais
-from ._results import HeldOutLikelihood, ModelComparison
+from ._results import HeldOutLikelihood, ModelComparison, PerplexityBracket
 from ._scorers import (
+    RankingWarning,
+    check_ranking,
     make_ais_scorer,
     make_coherence_scorer,
     make_left_to_right_scorer,
@@ -25,10 +28,16 @@ from ._scorers import (
 )
 
 __all__ = [
+    "GenerativeModel",
     "HeldOutLikelihood",
     "ModelComparison",
+    "PathMixture",
+    "PerplexityBracket",
+    "RankingWarning",
+    "TokenMixture",
     "ais_log_likelihood",
     "align_topics",
+    "check_ranking",
     "document_completion_log_likelihood",
     "generative_view",
     "iteration_ais",

@@ -17,7 +17,9 @@ import torch
 
 from .._evaluation._hmc import continuous_ais
 from .._evaluation._pam_paths import pam_ais
-from .._evaluation._views import check_eval_counts, generative_view, split_pipeline
+from .._evaluation._progress import Progress
+from .._evaluation._tokens import schedule as make_schedule
+from .._evaluation._views import check_eval_counts, generative_view, latent_of, split_pipeline
 from .._evaluation._zspace import resolve_kernel, z_ais
 from .._random import root_key
 from ..utils._sklearn_compat import Interval, StrOptions, validate_params
@@ -27,6 +29,11 @@ from ._results import HeldOutLikelihood
 __all__ = ["ais_log_likelihood"]
 
 
+def seed_of(random_state):
+    """``random_state`` as recorded in ``settings`` (ints only)."""
+    return random_state if isinstance(random_state, numbers.Integral) else None
+
+
 @validate_params(
     {
         "estimator": "no_validation",
@@ -34,14 +41,16 @@ __all__ = ["ais_log_likelihood"]
         "n_temperatures": [Interval(numbers.Integral, 1, None, closed="left")],
         "n_chains": [Interval(numbers.Integral, 1, None, closed="left")],
         "schedule": [StrOptions({"sigmoid", "linear", "geometric", "power"}), "array-like"],
-        "device": [None, str, torch.device],
-        "random_state": ["random_state"],
         "kernel": [StrOptions({"auto", "collapsed", "blocked"})],
+        "resample_threshold": [Interval(numbers.Real, 0, 1, closed="both")],
+        "dirichlet_approximation": ["boolean"],
         "step_size": [Interval(numbers.Real, 0, None, closed="neither")],
         "n_leapfrog": [Interval(numbers.Integral, 1, None, closed="left")],
         "start": [StrOptions({"proposal", "prior"})],
         "target_acceptance": [None, Interval(numbers.Real, 0, 1, closed="neither")],
-        "resample_threshold": [Interval(numbers.Real, 0, 1, closed="both")],
+        "device": [None, str, torch.device],
+        "random_state": ["random_state"],
+        "verbose": ["verbose"],
     },
     prefer_skip_nested_validation=True,
 )
@@ -52,61 +61,48 @@ def ais_log_likelihood(
     n_temperatures=1000,
     n_chains=10,
     schedule="sigmoid",
-    device=None,
-    random_state=None,
     kernel="auto",
+    resample_threshold=0.0,
+    dirichlet_approximation=True,
     step_size=0.25,
     n_leapfrog=5,
     start="proposal",
-    resample_threshold=0.0,
     target_acceptance=None,
+    device="auto",
+    random_state=None,
+    verbose=0,
 ):
     """Held-out log p(w | model) by annealed importance sampling.
 
-    For models whose words are a per-token mixture (``view.token_mixture()``: LDA,
-    AVITM under the Dirichlet it approximates) AIS runs over topic assignments z with
-    theta collapsed, from the prior to the posterior (Wallach et al. 2009). For
-    ProdLDA it runs over the continuous latent with HMC, from the encoder proposal
-    (or the prior). ``exp`` of each per-document estimate is unbiased for p(w_d);
-    the log is biased low (a stochastic lower bound).
+    For models whose words are a per-token mixture under a Dirichlet prior
+    (LDAGibbs; AVITM, PAMVI and MoLDA under the Dirichlets their priors
+    approximate) AIS runs over topic assignments z with theta collapsed, from the
+    prior to the posterior (Wallach et al. 2009). Otherwise (ProdLDA, or
+    ``dirichlet_approximation=False``) it runs over the continuous latent with
+    Hamiltonian Monte Carlo, from the encoder proposal (or the prior). ``exp`` of
+    each per-document estimate is unbiased for p(w_d); the log is biased low (a
+    stochastic lower bound), by less with more temperatures.
 
     Parameters
     ----------
-    estimator : estimator, Pipeline, GenerativeView or (topic_word, alpha)
+    estimator : estimator, Pipeline, generative view or (topic_word, alpha)
         The fitted model. A Pipeline's leading steps transform ``X`` first.
-    X : {array-like, sparse matrix} of shape (n_documents, n_words)
-        Held-out counts (integers for z-space AIS; other values are rounded).
+    X : {array-like, sparse matrix} of shape (n_samples, n_features)
+        Held-out counts (integers for z-space AIS; other values are rounded, with
+        a warning).
     n_temperatures : int, default=1000
         Number S of annealing steps (S + 1 inverse temperatures from 0 to 1).
     n_chains : int, default=10
         Independent AIS chains per document.
     schedule : {"sigmoid", "linear", "geometric", "power"} or array, default="sigmoid"
-        The inverse temperatures; an array must go from 0 to 1.
-    device : str, torch.device or None
-        Where to compute (``None``: ``"auto"``).
-    random_state : int, RandomState or None
-        Seed. Random numbers are keyed by (seed, document, chain): results do not
-        depend on the batch size, and equal seeds give grid candidates common
-        random numbers.
+        The inverse temperatures; an array must go from 0 to 1. From the prior,
+        the distributions change fastest near 0 and 1, where the sigmoid spends
+        its steps; the paths between two fitted models of :func:`ratio_ais` and
+        :func:`iteration_ais` change evenly and default to ``"linear"``.
     kernel : {"auto", "collapsed", "blocked"}, default="auto"
         z-space transition: the sequential collapsed sweep (lock-step over
         documents and chains) or blocked Gibbs on (theta, z). ``"auto"``: collapsed
         on CPU, blocked on CUDA.
-    step_size, n_leapfrog, start :
-        Continuous engine only: HMC step (relative to the start's scale), leapfrog
-        steps per transition, and where chains start (``"proposal"``: the
-        encoder's q(h | w) when the view has one; ``"prior"``).
-    target_acceptance : float in (0, 1) or None, default=None
-        Continuous engine only. ``None``: every document uses ``step_size``
-        (scaled by the start's spread and the document's length). A value (0.65
-        is usual for HMC): a pilot run of min(50, ``n_temperatures``)
-        temperatures, with its own chains and random numbers, tunes one step
-        multiplier per document towards this acceptance rate (Robbins-Monro,
-        Polyak-averaged); the main run then uses the tuned steps unchanged, so
-        every transition is still a fixed, exactly invariant kernel (adapting on
-        the main chains themselves would only be consistent). The pilot's cost is
-        included in ``n_token_updates``; ``settings["step_multipliers"]`` gives
-        the (min, median, max) of the tuned multipliers.
     resample_threshold : float in [0, 1], default=0.0
         z-space engines with ``n_chains > 1``: after a weight update, a
         document's chains are resampled (systematically, in proportion to their
@@ -119,67 +115,95 @@ def ais_log_likelihood(
         the final weights) ignores the shared ancestry and is optimistic; compare
         independent runs instead. ``settings["n_resampling_events"]`` counts the
         (document, temperature) pairs resampled.
+    dirichlet_approximation : bool, default=True
+        The neural models AVITM, PAMVI and MoLDA train with logistic-normal priors
+        that stand for Dirichlets (Laplace approximations). True evaluates them
+        under those Dirichlets, in z-space (fast, the collapsed estimators of the
+        literature); False evaluates the model as trained, logistic-normal prior
+        included, with the continuous engine. ``settings["prior"]`` records which.
+        No effect on LDAGibbs (a Dirichlet) or ProdLDA (continuous either way).
+    step_size, n_leapfrog, start :
+        Continuous engine only: HMC step (relative to the start's scale), leapfrog
+        steps per transition, and where chains start (``"proposal"``: the
+        encoder's q(h | w) when the view has one; ``"prior"``).
+    target_acceptance : float in (0, 1) or None, default=None
+        Continuous engine only. ``None``: every document uses ``step_size``
+        (scaled by the start's spread and the document's length). A value (0.65
+        is usual for HMC): a pilot run of min(50, ``n_temperatures``)
+        temperatures, with its own chains and random numbers, tunes one step
+        multiplier per document towards this acceptance rate (Robbins-Monro,
+        Polyak-averaged); the main run then uses the tuned steps unchanged, so
+        every transition is still a fixed, exactly invariant kernel. The pilot's
+        cost is included in ``n_token_updates``; ``settings["step_multipliers"]``
+        gives the (min, median, max) of the tuned multipliers.
+    device : str or torch.device, default="auto"
+        Where to compute, as for the estimators (``"auto"``: the current CUDA
+        device when there is one).
+    random_state : int, RandomState or None, default=None
+        Seed. Random numbers are keyed by (seed, document, chain): results do not
+        depend on the batch size, and equal seeds give grid candidates common
+        random numbers.
+    verbose : int, default=0
+        1: a progress line (work and documents done, token-updates per second,
+        time left) every 10 seconds; 2: every second.
 
     Returns
     -------
     result : HeldOutLikelihood
+        Per-document estimates and standard errors; ``per_token``, ``total`` and
+        ``perplexity()`` summarise them.
     """
     device = resolve_device(device)
     estimator, X = split_pipeline(estimator, X)
     view = generative_view(estimator)
+    kind, mixture, prior = latent_of(view, dirichlet_approximation)
+    integer = kind != "continuous"
+    X = check_eval_counts(X, view.n_features, integer=integer, owner="ais_log_likelihood")
     root = root_key(random_state)
-    mix = view.token_mixture()
-    pam = view.path_mixture() if mix is None else None
+    betas = make_schedule(schedule, n_temperatures)
+    lengths = np.asarray(X.sum(1)).ravel()
+    nonempty = lengths > 0
     settings = dict(
-        n_temperatures=n_temperatures,
-        n_chains=n_chains,
+        n_temperatures=len(betas) - 1, n_chains=n_chains,
         schedule=schedule if isinstance(schedule, str) else "array",
-        random_state=random_state if isinstance(random_state, numbers.Integral) else None,
-        device=str(device),
+        random_state=seed_of(random_state), device=str(device), prior=prior,
     )
     resample = None
     if resample_threshold > 0 and n_chains > 1:
-        resample = {"threshold": float(resample_threshold), "n_chains": n_chains, "events": 0}
-    if mix is None and pam is not None:
-        X = check_eval_counts(X, view.n_features, owner="ais_log_likelihood")
-        out = pam_ais(pam, X, n_temperatures=n_temperatures, n_chains=n_chains,
-                      schedule_name=schedule, device=device, root=root, resample=resample)
-        settings["kernel"] = "collapsed"
-        method = "ais-z-pam"
-    elif mix is not None:
-        X = check_eval_counts(X, view.n_features, owner="ais_log_likelihood")
-        kernel = resolve_kernel(kernel, device)  # one Polya term: blocked is valid
-        out = z_ais(mix, X, n_temperatures=n_temperatures, n_chains=n_chains,
-                    schedule_name=schedule, kernel=kernel, device=device, root=root,
-                    resample=resample)
-        settings["kernel"] = kernel
-        method = "ais-z"
-    else:
-        X = check_eval_counts(X, view.n_features, integer=False, owner="ais_log_likelihood")
-        out, n_upd, acc, tuned = continuous_ais(
-            view, X, n_temperatures=n_temperatures, n_chains=n_chains,
-            schedule_name=schedule, device=device, root=root, step_size=step_size,
-            n_leapfrog=n_leapfrog, start=start, target_acceptance=target_acceptance,
-        )
+        resample = {"threshold": float(resample_threshold), "events": 0}
+    engine = dict(n_temperatures=n_temperatures, n_chains=n_chains, schedule_name=schedule,
+                  device=device, root=root)
+    if kind == "continuous":
+        n_updates = int(nonempty.sum()) * n_chains * (len(betas) - 1) * (n_leapfrog + 1)
+        progress = Progress("ais_log_likelihood", X.shape[0], n_updates, verbose)
+        out, n_updates, acc, tuned = continuous_ais(
+            view, X, step_size=step_size, n_leapfrog=n_leapfrog, start=start,
+            target_acceptance=target_acceptance, progress=progress, **engine)
         settings.update(kernel="hmc", step_size=step_size, n_leapfrog=n_leapfrog,
                         start=start if getattr(view, "proposal", None) is not None else "prior",
                         acceptance_rate=acc, target_acceptance=target_acceptance,
                         step_multipliers=tuned)
         method = "ais-hmc"
-    if method != "ais-hmc":
-        lengths_all = np.asarray(X.sum(1)).ravel().astype(np.int64)
-        n_upd = int(lengths_all.sum()) * n_chains * (n_temperatures if isinstance(schedule, str)
-                                                     else len(schedule) - 1)
-        settings["resample_threshold"] = float(resample_threshold)
-        settings["n_resampling_events"] = 0 if resample is None else int(resample["events"])
-    lengths = np.asarray(X.sum(1)).ravel()
-    nonempty = lengths > 0
+    else:
+        n_updates = int(lengths.sum()) * n_chains * (len(betas) - 1)
+        progress = Progress("ais_log_likelihood", X.shape[0], n_updates, verbose)
+        if kind == "paths":
+            out = pam_ais(mixture, X, resample=resample, progress=progress, **engine)
+            kernel, method = "collapsed", "ais-z-pam"
+        else:
+            kernel = resolve_kernel(kernel, device)  # one Polya term: blocked is valid
+            out = z_ais(mixture, X, kernel=kernel, resample=resample, progress=progress,
+                        **engine)
+            method = "ais-z"
+        settings.update(kernel=kernel, resample_threshold=float(resample_threshold),
+                        n_resampling_events=0 if resample is None else int(resample["events"]))
+    progress.close()
     return HeldOutLikelihood(
         per_document=out.estimate,
         per_document_stderr=np.where(nonempty, out.stderr, 0.0),
         n_tokens=lengths,
         method=method,
         settings=settings,
-        n_token_updates=n_upd,
+        n_token_updates=n_updates,
         min_ess=out.min_ess(nonempty),
     )

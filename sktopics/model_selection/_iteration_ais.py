@@ -12,6 +12,7 @@ import numbers
 import numpy as np
 import torch
 
+from .._evaluation._progress import Progress
 from .._evaluation._ratio import iteration_segments
 from .._evaluation._tokens import schedule as _schedule
 from .._evaluation._views import check_eval_counts, generative_view
@@ -19,16 +20,15 @@ from .._evaluation._zspace import resolve_kernel
 from .._random import root_key
 from ..utils._sklearn_compat import Interval, StrOptions, validate_params
 from ..utils._torch import resolve_device
+from ._ais import seed_of
 from ._results import HeldOutLikelihood
 
 __all__ = ["iteration_ais"]
 
 
-def _snapshot_mixture(snapshot):
-    if isinstance(snapshot, tuple) and len(snapshot) == 3:  # LDAGibbs.snapshots_ entries
-        snapshot = snapshot[1:]
+def _snapshot_mixture(snapshot, dirichlet_approximation):
     view = generative_view(snapshot)
-    mix = view.token_mixture()
+    mix = view.token_mixture(approximate=dirichlet_approximation)
     if mix is None:
         raise ValueError("iteration_ais needs per-token mixture snapshots (token_mixture()).")
     return np.asarray(mix[0], float), np.asarray(mix[1], float), view.n_features
@@ -45,8 +45,10 @@ def _snapshot_mixture(snapshot):
         "schedule": [StrOptions({"sigmoid", "linear", "geometric", "power"})],
         "kernel": [StrOptions({"auto", "collapsed", "blocked"})],
         "resample_threshold": [Interval(numbers.Real, 0, 1, closed="both")],
+        "dirichlet_approximation": ["boolean"],
         "device": [None, str, torch.device],
         "random_state": ["random_state"],
+        "verbose": ["verbose"],
     },
     prefer_skip_nested_validation=True,
 )
@@ -61,17 +63,19 @@ def iteration_ais(
     schedule="linear",
     kernel="auto",
     resample_threshold=0.5,
-    device=None,
+    dirichlet_approximation=True,
+    device="auto",
     random_state=None,
+    verbose=0,
 ):
     """Held-out log-likelihood of every snapshot of a training run, by iteration-AIS.
 
     Parameters
     ----------
     snapshots : sequence, or an estimator with ``snapshots_``
-        Successive states of one training run: fitted estimators, GenerativeViews,
-        ``(phi, alpha)`` pairs or ``(sweep, phi, alpha)`` triples (the entries of
-        ``LDAGibbs(snapshot_interval=...).snapshots_``; passing the fitted
+        Successive states of one training run: fitted estimators, generative
+        views, ``(phi, alpha)`` pairs or the entries of
+        ``LDAGibbs(snapshot_interval=...).snapshots_`` (passing the fitted
         estimator itself uses them). Same number of topics and the same topic
         labels (no alignment is done).
     X : {array-like, sparse matrix} of shape (n_documents, n_words)
@@ -89,10 +93,18 @@ def iteration_ais(
         their effective sample size falls below ``resample_threshold *
         n_chains``; 0 never resamples. Resampling keeps every estimate unbiased
         in probability (an SMC sampler) and fights weight degeneracy on long runs.
-    kernel, device, random_state :
-        As in :func:`ais_log_likelihood`; ``kernel="auto"`` keeps the collapsed
-        sweep when the path is geometric and the snapshots' alphas differ, where
-        the blocked kernel is invalid.
+    kernel : {"auto", "collapsed", "blocked"}, default="auto"
+        As in :func:`ais_log_likelihood`; ``"auto"`` keeps the collapsed sweep when
+        the path is geometric and the snapshots' alphas differ, where the blocked
+        kernel is invalid.
+    dirichlet_approximation : bool, default=True
+        As in :func:`ais_log_likelihood` (for snapshots of neural models).
+    device : str or torch.device, default="auto"
+        Where to compute.
+    random_state : int, RandomState or None, default=None
+        Seed.
+    verbose : int, default=0
+        Progress lines, as in :func:`ais_log_likelihood`.
 
     Returns
     -------
@@ -104,7 +116,7 @@ def iteration_ais(
     if len(snapshots) < 1:
         raise ValueError("iteration_ais needs at least one snapshot.")
     device = resolve_device(device)
-    mixes = [_snapshot_mixture(s) for s in snapshots]
+    mixes = [_snapshot_mixture(s, dirichlet_approximation) for s in snapshots]
     n_topics, n_features = mixes[0][0].shape[0], mixes[0][2]
     if any(m[0].shape[0] != n_topics or m[2] != n_features for m in mixes):
         raise ValueError("All snapshots must have the same number of topics and words.")
@@ -114,12 +126,16 @@ def iteration_ais(
     if kernel == "blocked" and two_polya_terms:
         raise ValueError("kernel='blocked' needs path='convex' or 'hybrid' when alphas change.")
     X = check_eval_counts(X, n_features, owner="iteration_ais")
+    lengths = np.asarray(X.sum(1)).ravel()
+    total = lengths.sum() * n_chains * (n_start_temperatures
+                                        + (len(mixes) - 1) * (n_segment_temperatures + 1))
+    progress = Progress("iteration_ais", X.shape[0], total, verbose)
     outs, n_resampled = iteration_segments(
         mixes, X, path=path, start_betas=_schedule(schedule, n_start_temperatures),
         segment_betas=_schedule(schedule, n_segment_temperatures), n_chains=n_chains,
         kernel=kernel, resample_threshold=resample_threshold, root=root_key(random_state),
-        device=device)
-    lengths = np.asarray(X.sum(1)).ravel()
+        device=device, progress=progress)
+    progress.close()
     results = []
     n_tok = float(lengths.sum())
     for t, out in enumerate(outs):
@@ -134,7 +150,7 @@ def iteration_ais(
                           path=path, schedule=schedule, kernel=kernel,
                           resample_threshold=resample_threshold,
                           n_resampling_events=n_resampled,
-                          random_state=random_state if isinstance(random_state, numbers.Integral) else None),
+                          random_state=seed_of(random_state)),
             n_token_updates=int(n_tok * n_chains * temps),
             min_ess=out.min_ess(lengths > 0),
         ))

@@ -12,11 +12,13 @@ import numbers
 import numpy as np
 import torch
 
+from .._evaluation._progress import Progress
 from .._evaluation._smc import require_sequential_mixture, smc_log_likelihood
-from .._evaluation._views import check_eval_counts, generative_view, split_pipeline
+from .._evaluation._views import check_eval_counts, generative_view, latent_of, split_pipeline
 from .._random import root_key
 from ..utils._sklearn_compat import Interval, validate_params
 from ..utils._torch import resolve_device
+from ._ais import seed_of
 from ._results import HeldOutLikelihood
 
 __all__ = ["document_completion_log_likelihood", "left_to_right_log_likelihood"]
@@ -30,8 +32,10 @@ __all__ = ["document_completion_log_likelihood", "left_to_right_log_likelihood"]
         "n_filters": [Interval(numbers.Integral, 1, None, closed="left")],
         "resample_threshold": [Interval(numbers.Real, 0, 1, closed="both")],
         "rejuvenate": ["boolean"],
+        "dirichlet_approximation": ["boolean"],
         "device": [None, str, torch.device],
         "random_state": ["random_state"],
+        "verbose": ["verbose"],
     },
     prefer_skip_nested_validation=True,
 )
@@ -43,8 +47,10 @@ def left_to_right_log_likelihood(
     n_filters=2,
     resample_threshold=0.5,
     rejuvenate=False,
-    device=None,
+    dirichlet_approximation=True,
+    device="auto",
     random_state=None,
+    verbose=0,
 ):
     """Held-out log p(w | model) by the left-to-right algorithm (SMC, unbiased form).
 
@@ -56,14 +62,13 @@ def left_to_right_log_likelihood(
 
     Parameters
     ----------
-    estimator : estimator, Pipeline, GenerativeView or (topic_word, alpha)
+    estimator : estimator, Pipeline, generative view or (topic_word, alpha)
         A model whose tokens are a mixture under collapsible Dirichlet priors: an
         LDA-like view (``token_mixture()``: LDAGibbs, AVITM) or a two-level PAM
         (``path_mixture()``: 4-PAM PAMVI, MoLDA), whose particles then carry each
         token's path ``(super-topic, sub-topic)`` with every node's distribution
-        collapsed. For the neural models the Dirichlets are the ones their Laplace
-        priors approximate, as in :func:`ais_log_likelihood`.
-    X : {array-like, sparse matrix} of shape (n_documents, n_words)
+        collapsed. A Pipeline's leading steps transform ``X`` first.
+    X : {array-like, sparse matrix} of shape (n_samples, n_features)
         Held-out integer counts.
     n_particles : int, default=100
         Particles per filter.
@@ -74,39 +79,27 @@ def left_to_right_log_likelihood(
     rejuvenate : bool, default=False
         Re-sample the prefix's assignments by a collapsed Gibbs sweep before each
         token (cost O(N^2); Wallach et al.'s "resampling").
-    device : str, torch.device or None
-    random_state : int, RandomState or None
+    dirichlet_approximation : bool, default=True
+        Evaluate AVITM, PAMVI and MoLDA under the Dirichlets their logistic-normal
+        priors approximate (as in :func:`ais_log_likelihood`); False refuses them,
+        since their trained priors cannot be collapsed.
+    device : str or torch.device, default="auto"
+        Where to compute.
+    random_state : int, RandomState or None, default=None
+        Seed (token orders and particles are keyed by document).
+    verbose : int, default=0
+        Progress lines, as in :func:`ais_log_likelihood`.
 
     Returns
     -------
     result : HeldOutLikelihood
+        Per-document estimates and standard errors (from the ``n_filters``
+        filters; NaN with one filter).
     """
-    device = resolve_device(device)
-    estimator, X = split_pipeline(estimator, X)
-    view = generative_view(estimator)
-    mix = require_sequential_mixture(view, "left_to_right_log_likelihood")
-    X = check_eval_counts(X, view.n_features, owner="left_to_right_log_likelihood")
-    est, se, n_res = smc_log_likelihood(mix, X, n_particles=n_particles, n_filters=n_filters,
-                                         resample_threshold=resample_threshold,
-                                         rejuvenate=rejuvenate, device=device,
-                                         root=root_key(random_state))
-    lengths = np.asarray(X.sum(1)).ravel().astype(np.int64)
-    per_doc_cost = lengths * n_particles * n_filters
-    if rejuvenate:
-        per_doc_cost = per_doc_cost + lengths * (lengths - 1) // 2 * n_particles * n_filters
-    return HeldOutLikelihood(
-        per_document=est,
-        per_document_stderr=np.where(lengths > 0, se, 0.0),
-        n_tokens=lengths.astype(np.float64),
-        method="left-to-right-smc",
-        settings=dict(
-            n_particles=n_particles, n_filters=n_filters,
-            resample_threshold=resample_threshold, rejuvenate=rejuvenate,
-            random_state=random_state if isinstance(random_state, numbers.Integral) else None,
-            device=str(device), n_resampling_events=n_res,
-        ),
-        n_token_updates=int(per_doc_cost.sum()),
-    )
+    return _sequential("left_to_right_log_likelihood", estimator, X, n_particles=n_particles,
+                       n_filters=n_filters, resample_threshold=resample_threshold,
+                       rejuvenate=rejuvenate, dirichlet_approximation=dirichlet_approximation,
+                       device=device, random_state=random_state, verbose=verbose)
 
 
 @validate_params(
@@ -116,8 +109,10 @@ def left_to_right_log_likelihood(
         "observed_fraction": [Interval(numbers.Real, 0, 1, closed="neither")],
         "n_particles": [Interval(numbers.Integral, 1, None, closed="left")],
         "n_filters": [Interval(numbers.Integral, 1, None, closed="left")],
+        "dirichlet_approximation": ["boolean"],
         "device": [None, str, torch.device],
         "random_state": ["random_state"],
+        "verbose": ["verbose"],
     },
     prefer_skip_nested_validation=True,
 )
@@ -128,40 +123,87 @@ def document_completion_log_likelihood(
     observed_fraction=0.5,
     n_particles=100,
     n_filters=2,
-    device=None,
+    dirichlet_approximation=True,
+    device="auto",
     random_state=None,
+    verbose=0,
 ):
     """Document completion: log p(w_unseen | w_seen, model) per document.
 
     Each document's tokens are put in a seeded random order; the first
     ``floor(observed_fraction * N_d)`` are observed and the rest are scored, by the
     same sequential Monte Carlo filter as :func:`left_to_right_log_likelihood`
-    (the predictive increments summed over the unseen part only). ``n_tokens`` of
-    the result counts the scored tokens, so ``result.perplexity()`` is the
-    document-completion perplexity.
+    (the predictive increments summed over the unseen part only).
+
+    Parameters
+    ----------
+    estimator : estimator, Pipeline, generative view or (topic_word, alpha)
+        As in :func:`left_to_right_log_likelihood`.
+    X : {array-like, sparse matrix} of shape (n_samples, n_features)
+        Held-out integer counts.
+    observed_fraction : float in (0, 1), default=0.5
+        Share of each document's tokens that is observed.
+    n_particles : int, default=100
+        Particles per filter.
+    n_filters : int, default=2
+        Independent filters per document.
+    dirichlet_approximation : bool, default=True
+        As in :func:`left_to_right_log_likelihood`.
+    device : str or torch.device, default="auto"
+        Where to compute.
+    random_state : int, RandomState or None, default=None
+        Seed.
+    verbose : int, default=0
+        Progress lines, as in :func:`ais_log_likelihood`.
 
     Returns
     -------
     result : HeldOutLikelihood
+        ``n_tokens`` counts the scored tokens, so ``result.perplexity()`` is the
+        document-completion perplexity.
     """
+    return _sequential("document_completion_log_likelihood", estimator, X,
+                       n_particles=n_particles, n_filters=n_filters, resample_threshold=0.5,
+                       rejuvenate=False, dirichlet_approximation=dirichlet_approximation,
+                       device=device, random_state=random_state, verbose=verbose,
+                       observed_fraction=observed_fraction)
+
+
+def _sequential(name, estimator, X, *, n_particles, n_filters, resample_threshold, rejuvenate,
+                dirichlet_approximation, device, random_state, verbose, observed_fraction=None):
+    """The shared body of the two public functions: the SMC filter and its result."""
     device = resolve_device(device)
     estimator, X = split_pipeline(estimator, X)
     view = generative_view(estimator)
-    mix = require_sequential_mixture(view, "document_completion_log_likelihood")
-    X = check_eval_counts(X, view.n_features, owner="document_completion_log_likelihood")
-    est, se, _ = smc_log_likelihood(mix, X, n_particles=n_particles, n_filters=n_filters,
-                                     resample_threshold=0.5, rejuvenate=False, device=device,
-                                     root=root_key(random_state),
-                                     observed_fraction=observed_fraction)
+    mix = require_sequential_mixture(view, name, dirichlet_approximation)
+    prior = latent_of(view, dirichlet_approximation)[2]
+    X = check_eval_counts(X, view.n_features, owner=name)
     lengths = np.asarray(X.sum(1)).ravel().astype(np.int64)
-    scored = lengths - np.floor(observed_fraction * lengths).astype(np.int64)
+    per_doc_cost = lengths * n_particles * n_filters
+    if rejuvenate:
+        per_doc_cost = per_doc_cost + lengths * (lengths - 1) // 2 * n_particles * n_filters
+    progress = Progress(name, X.shape[0], float(lengths.sum()) * n_particles * n_filters, verbose)
+    out, n_res = smc_log_likelihood(mix, X, n_particles=n_particles, n_filters=n_filters,
+                                        resample_threshold=resample_threshold,
+                                        rejuvenate=rejuvenate, device=device,
+                                        root=root_key(random_state),
+                                        observed_fraction=observed_fraction, progress=progress)
+    progress.close()
+    settings = dict(n_particles=n_particles, n_filters=n_filters,
+                    resample_threshold=resample_threshold, rejuvenate=rejuvenate,
+                    random_state=seed_of(random_state), device=str(device), prior=prior,
+                    n_resampling_events=n_res)
+    scored = lengths
+    method = "left-to-right-smc"
+    if observed_fraction is not None:
+        scored = lengths - np.floor(observed_fraction * lengths).astype(np.int64)
+        settings["observed_fraction"] = observed_fraction
+        method = "document-completion-smc"
     return HeldOutLikelihood(
-        per_document=est,
-        per_document_stderr=np.where(lengths > 0, se, 0.0),
+        per_document=out.estimate,
+        per_document_stderr=np.where(lengths > 0, out.stderr, 0.0),
         n_tokens=scored.astype(np.float64),
-        method="document-completion-smc",
-        settings=dict(observed_fraction=observed_fraction, n_particles=n_particles,
-                      n_filters=n_filters, device=str(device),
-                      random_state=random_state if isinstance(random_state, numbers.Integral) else None),
-        n_token_updates=int(lengths.sum() * n_particles * n_filters),
+        method=method,
+        settings=settings,
+        n_token_updates=int(per_doc_cost.sum()),
     )

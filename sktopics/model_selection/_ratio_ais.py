@@ -33,16 +33,18 @@ import warnings
 import numpy as np
 import torch
 from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils import check_random_state
 
+from .._evaluation._progress import Progress
 from .._evaluation._ratio import align_topics as _align_topics
 from .._evaluation._ratio import embed_smaller_model, ratio_direction
 from .._evaluation._tokens import schedule as _schedule
-from .._evaluation._views import check_eval_counts, generative_view, split_pipeline
+from .._evaluation._views import check_eval_counts, generative_view, latent_of, split_pipeline
 from .._evaluation._zspace import resolve_kernel
 from .._random import root_key
 from ..utils._sklearn_compat import Interval, StrOptions, validate_params
 from ..utils._torch import resolve_device
-from ._ais import ais_log_likelihood
+from ._ais import ais_log_likelihood, seed_of
 from ._results import ModelComparison
 
 __all__ = ["align_topics", "ratio_ais"]
@@ -65,8 +67,10 @@ align_topics = _align_topics
         "n_burnin_sweeps": [Interval(numbers.Integral, 0, None, closed="left")],
         "kernel": [StrOptions({"auto", "collapsed", "blocked"})],
         "align_topics": ["boolean"],
+        "dirichlet_approximation": ["boolean"],
         "device": [None, str, torch.device],
         "random_state": ["random_state"],
+        "verbose": ["verbose"],
     },
     prefer_skip_nested_validation=True,
 )
@@ -85,8 +89,10 @@ def ratio_ais(
     n_burnin_sweeps=10,
     kernel="auto",
     align_topics=True,
-    device=None,
+    dirichlet_approximation=True,
+    device="auto",
     random_state=None,
+    verbose=0,
 ):
     """log p(w | A) - log p(w | B) per document by annealing between the models.
 
@@ -132,17 +138,29 @@ def ratio_ais(
     align_topics : bool, default=True
         Permute B's topics to match A's (Hungarian on Hellinger distances); any
         labelling is valid, but the variance depends on it.
-    device, random_state :
-        As in :func:`ais_log_likelihood`.
+    dirichlet_approximation : bool, default=True
+        As in :func:`ais_log_likelihood`: AVITM is compared under the Dirichlet
+        its prior approximates (so that it has topic assignments to anneal).
+    device : str or torch.device, default="auto"
+        Where to compute.
+    random_state : int, RandomState or None, default=None
+        Seed (random numbers keyed by document and chain, as in
+        :func:`ais_log_likelihood`).
+    verbose : int, default=0
+        Progress lines, as in :func:`ais_log_likelihood`.
 
     Returns
     -------
     result : ModelComparison
-        Models with different numbers of topics are compared exactly by embedding
-        the smaller one (one of its topics duplicated, with its Dirichlet mass
-        split). When the two models are not both per-token mixtures (e.g. LDA vs
-        ProdLDA), the result of paired standard AIS with common random numbers
-        (``method="paired-ais"``, with a note in ``settings``).
+        Per-document log-ratios, positive where A is better; its ``repr`` says
+        which model is better, on how many documents, and whether the forward and
+        reverse runs settle it. Models with different numbers of topics are
+        compared exactly by embedding the smaller one (one of its topics
+        duplicated, with its Dirichlet mass split). When the two models are not
+        both per-token mixtures (e.g. LDAGibbs against ProdLDA) there is no path
+        between them: a ``UserWarning`` says so and the result is paired standard
+        AIS with common random numbers (``method="paired-ais"``), with this
+        function's ``n_temperatures``, ``n_chains``, ``schedule`` and ``kernel``.
     """
     device = resolve_device(device)
     est_a, X = split_pipeline(estimator_a, X)
@@ -150,19 +168,21 @@ def ratio_ais(
     view_a, view_b = generative_view(est_a), generative_view(est_b)
     if view_a.n_features != view_b.n_features:
         raise ValueError("The two models have different vocabularies.")
-    mix_a, mix_b = view_a.token_mixture(), view_b.token_mixture()
+    kind_a, mix_a, prior_a = latent_of(view_a, dirichlet_approximation)
+    kind_b, mix_b, prior_b = latent_of(view_b, dirichlet_approximation)
     settings = dict(
         path=path, direction=direction, n_temperatures=n_temperatures, n_chains=n_chains,
         schedule=schedule if isinstance(schedule, str) else "array", start=start,
-        random_state=random_state if isinstance(random_state, numbers.Integral) else None,
-        device=str(device),
+        random_state=seed_of(random_state), device=str(device), prior=(prior_a, prior_b),
     )
-    if mix_a is None or mix_b is None:
-        return _paired(view_a, view_b, X, n_temperatures, n_chains, schedule, device,
-                       random_state, settings, kernel)
+    if kind_a != "topics" or kind_b != "topics":
+        return _paired(view_a, view_b, X, settings, n_temperatures=n_temperatures,
+                       n_chains=n_chains, schedule=schedule, kernel=kernel,
+                       dirichlet_approximation=dirichlet_approximation, device=device,
+                       random_state=random_state, verbose=verbose)
     X = check_eval_counts(X, view_a.n_features, owner="ratio_ais")
-    phi_a, alpha_a = np.asarray(mix_a[0], float), np.asarray(mix_a[1], float)
-    phi_b, alpha_b = np.asarray(mix_b[0], float), np.asarray(mix_b[1], float)
+    phi_a, alpha_a = (np.asarray(a, float) for a in mix_a)
+    phi_b, alpha_b = (np.asarray(a, float) for a in mix_b)
     if phi_a.shape[0] < phi_b.shape[0]:
         phi_a, alpha_a = embed_smaller_model(phi_a, alpha_a, phi_b)
         settings["embedded"] = "A split to B's number of topics (exact, Dirichlet aggregation)"
@@ -183,9 +203,14 @@ def ratio_ais(
     betas = _schedule(schedule, n_temperatures)
     start_betas = _schedule(schedule, n_start_temperatures or n_temperatures)
     lengths = np.asarray(X.sum(1)).ravel()
+    n_start = {"ais": start_betas.size - 1, "sequential": 1 + n_burnin_sweeps,
+               "burnin": n_burnin_sweeps}.get(start, 0)
+    n_runs = 2 if direction == "both" else 1
+    n_updates = int(lengths.sum() * n_chains * (len(betas) - 1 + n_start) * n_runs)
+    progress = Progress("ratio_ais", X.shape[0] * n_runs, n_updates, verbose)
     common = dict(X=X, path=path, betas=betas, start=start, start_betas=start_betas,
                   n_burnin=n_burnin_sweeps, n_chains=n_chains, kernel=kernel, root=root,
-                  device=device)
+                  device=device, progress=progress)
     fwd = rev = fwd_se = rev_se = None
     ess_min = np.inf
     if direction in ("forward", "both"):
@@ -204,9 +229,7 @@ def ratio_ais(
         per_doc = 0.5 * (fwd + rev)
         se = 0.5 * np.sqrt(fwd_se**2 + rev_se**2)
         _warn_if_unsettled(fwd, rev)
-    n_start = {"ais": start_betas.size - 1, "sequential": 1 + n_burnin_sweeps,
-               "burnin": n_burnin_sweeps}.get(start, 0)
-    n_runs = 2 if direction == "both" else 1
+    progress.close()
     settings.update(kernel=kernel, aligned=align_topics,
                     n_start_temperatures=n_start_temperatures or n_temperatures,
                     n_burnin_sweeps=n_burnin_sweeps)
@@ -221,7 +244,7 @@ def ratio_ais(
         forward_stderr=fwd_se,
         reverse_stderr=rev_se,
         topic_permutation=perm,
-        n_token_updates=int(lengths.sum() * n_chains * (n_temperatures + n_start) * n_runs),
+        n_token_updates=n_updates,
         min_ess=ess_min,
     )
 
@@ -246,19 +269,29 @@ def _warn_if_unsettled(forward, reverse):
 
 
 
-def _paired(view_a, view_b, X, n_temperatures, n_chains, schedule, device, random_state,
-            settings, kernel):
-    seed = random_state if random_state is not None else int(np.random.randint(2**31 - 1))
-    kw = dict(n_temperatures=n_temperatures, n_chains=n_chains, schedule=schedule,
-              device=device, random_state=seed)
-    ra = ais_log_likelihood(view_a, X, **kw)
-    rb = ais_log_likelihood(view_b, X, **kw)
+def _paired(view_a, view_b, X, settings, *, random_state, **kwargs):
+    """Paired standard AIS with common random numbers (no path between the models)."""
+    warnings.warn(
+        "ratio_ais: the two models are not both per-token mixtures over topics (e.g. "
+        "LDAGibbs against ProdLDA), so there is no annealing path between them; "
+        "comparing them by paired standard AIS with common random numbers instead "
+        "(method='paired-ais'): an unbiased but noisier comparison.",
+        UserWarning,
+        stacklevel=4,  # the caller of ratio_ais, past the validation wrapper
+    )
+    # one seed for both runs: the same random numbers wherever their engines coincide
+    seed = random_state if isinstance(random_state, numbers.Integral) else int(
+        check_random_state(random_state).randint(np.iinfo(np.int32).max))
+    ra = ais_log_likelihood(view_a, X, random_state=seed, **kwargs)
+    rb = ais_log_likelihood(view_b, X, random_state=seed, **kwargs)
     se = np.sqrt(np.nan_to_num(ra.per_document_stderr) ** 2
                  + np.nan_to_num(rb.per_document_stderr) ** 2)
-    settings = dict(settings, note=(
-        "latent spaces differ (not two per-token mixtures with the same number of "
-        "topics): paired standard AIS with common random numbers, not ratio-AIS"),
-        random_state=seed)
+    settings = dict(settings, random_state=seed, kernel=(ra.settings["kernel"],
+                                                         rb.settings["kernel"]),
+                    note="no path between the models: paired standard AIS with common "
+                         "random numbers, not ratio-AIS")
+    for key in ("path", "direction", "start"):
+        settings.pop(key)
     return ModelComparison(
         per_document=ra.per_document - rb.per_document,
         per_document_stderr=se,

@@ -1,11 +1,11 @@
 """Result objects of the held-out likelihood estimators."""
 
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import NamedTuple, Optional
 
 import numpy as np
 
-__all__ = ["HeldOutLikelihood", "ModelComparison"]
+__all__ = ["HeldOutLikelihood", "ModelComparison", "PerplexityBracket"]
 
 
 def _sign_test_pvalue(values):
@@ -44,8 +44,6 @@ class HeldOutLikelihood:
         Cost: number of K-way draws (or likelihood evaluations) made.
     min_ess : float
         Smallest effective sample size over documents.
-    n_dropped_tokens : int
-        Tokens that were ignored (always 0 for matrices over the model vocabulary).
     """
 
     per_document: np.ndarray
@@ -55,7 +53,6 @@ class HeldOutLikelihood:
     settings: dict = field(default_factory=dict)
     n_token_updates: int = 0
     min_ess: float = float("nan")
-    n_dropped_tokens: int = 0
 
     @property
     def total(self):
@@ -83,9 +80,9 @@ class HeldOutLikelihood:
 
     def __repr__(self):
         return (
-            f"HeldOutLikelihood(method={self.method!r}, total={self.total:.4f}, "
-            f"per_token={self.per_token:.5f}, stderr={self.stderr:.4f}, "
-            f"n_documents={len(self.per_document)})"
+            f"HeldOutLikelihood(per_token={self.per_token:.5f} nats (perplexity "
+            f"{self.perplexity():.1f}), total={self.total:.1f} +/- {self.stderr:.1f}, "
+            f"n_documents={len(self.per_document)}, method={self.method!r})"
         )
 
 
@@ -127,7 +124,6 @@ class ModelComparison:
     topic_permutation: Optional[np.ndarray] = None
     n_token_updates: int = 0
     min_ess: float = float("nan")
-    n_dropped_tokens: int = 0
 
     @property
     def total(self):
@@ -168,23 +164,61 @@ class ModelComparison:
         return float(np.exp(-self.per_token))
 
     def bracket(self):
-        """``(forward, reverse)`` corpus perplexity ratios, when both were run."""
+        """Corpus perplexity ratios of the two runs, when both were run.
+
+        Returns
+        -------
+        bracket : PerplexityBracket or None
+            ``(forward, reverse)``: by Jensen, with exact starts, the true ratio
+            lies between them (the forward run's is the larger). ``None`` unless
+            ``direction="both"``.
+        """
         if self.forward is None or self.reverse is None:
             return None
         n = max(float(np.sum(self.n_tokens)), 1.0)
-        return (
-            float(np.exp(-np.sum(self.reverse) / n)),
-            float(np.exp(-np.sum(self.forward) / n)),
-        )
+        return PerplexityBracket(forward=float(np.exp(-np.sum(self.forward) / n)),
+                                 reverse=float(np.exp(-np.sum(self.reverse) / n)))
 
     @property
     def sign_test_pvalue(self):
         """Two-sided sign test that A and B are equally often better."""
         return _sign_test_pvalue(self.per_document)
 
+    @property
+    def verdict(self):
+        """``"A"``, ``"B"`` or ``"undecided"``: which model is better, if this run can tell.
+
+        Undecided when the total log-ratio is within two Monte Carlo standard errors
+        of zero, or when a forward and a reverse run disagree on its sign.
+        """
+        if self.forward is not None and self.reverse is not None:
+            if np.sign(np.sum(self.forward)) != np.sign(np.sum(self.reverse)):
+                return "undecided"
+        stderr = self.stderr
+        if not np.isfinite(stderr) or abs(self.total) <= 2.0 * stderr:
+            return "undecided"
+        return "A" if self.total > 0 else "B"
+
     def __repr__(self):
-        return (
-            f"ModelComparison(method={self.method!r}, total={self.total:.4f}, "
-            f"per_token={self.per_token:.6f}, stderr={self.stderr:.4f}, "
-            f"corpus_perplexity_ratio={self.corpus_perplexity_ratio:.5f})"
-        )
+        n_docs = int(np.sum(np.asarray(self.n_tokens) > 0))
+        wins = int(np.sum(self.per_document > 0))
+        verdict = {"A": "A is better", "B": "B is better",
+                   "undecided": "undecided"}[self.verdict]
+        parts = [f"{verdict}: log p(A) - log p(B) = {self.total:+.1f} +/- {self.stderr:.1f} nats "
+                 f"({self.per_token:+.4f} per token)",
+                 f"perplexity A/B {self.corpus_perplexity_ratio:.4f}",
+                 f"A better on {wins} of {n_docs} documents"]
+        bracket = self.bracket()
+        if bracket is not None:
+            agree = ("forward and reverse agree" if np.sign(np.sum(self.forward))
+                     == np.sign(np.sum(self.reverse)) else "forward and reverse disagree")
+            parts.append(f"{agree} (perplexity ratio between {bracket.reverse:.4f} and "
+                         f"{bracket.forward:.4f})")
+        return f"ModelComparison({'; '.join(parts)}; method={self.method!r})"
+
+
+class PerplexityBracket(NamedTuple):
+    """Corpus perplexity ratios A/B of a forward and a reverse ratio-AIS run."""
+
+    forward: float
+    reverse: float

@@ -12,6 +12,7 @@ from sklearn.utils._param_validation import (
     Interval,
     Options,
     StrOptions,
+    validate_parameter_constraints,
     validate_params,
 )
 from sklearn.utils.validation import check_is_fitted, validate_data
@@ -24,5 +25,6 @@ __all__ = [
     "_fit_context",
     "check_is_fitted",
     "validate_data",
+    "validate_parameter_constraints",
     "validate_params",
 ]
