@@ -3,7 +3,6 @@
 Usage (two checkouts, e.g. ``git worktree add /tmp/base 512b636``)::
 
     python research/ab_issue18.py estimates /tmp/base .   # bit-identity of every path
-    python research/ab_issue18.py speed /tmp/base .       # throughput, alternating
 
 Each measurement runs in a fresh process with ``PYTHONPATH`` set to one tree.
 ``estimates`` runs every evaluator on every path it has (AIS: both kernels, with and
@@ -11,13 +10,10 @@ without resampling, PAM paths, HMC with and without step tuning, importance
 sampling; left-to-right and document completion on LDA and PAM; ratio-AIS on the
 three paths with the four starts and both directions, the paired fallback;
 iteration-AIS; every estimator's ``score``) at fixed seeds and reports which
-differ. ``speed`` times AIS (both kernels), ratio-AIS and left-to-right on 600
-20NG test documents with a K = 50 LDAGibbs model, one thread.
-
-Needs the corpora in ``../shared/data`` (or ``$SKTOPICS_DATA``).
+differ. The old/new speed comparison is a benchmark:
+``benchmarks/bench_model_selection.py --speed --baseline /tmp/base``.
 """
 
-import json
 import os
 import pickle
 import subprocess
@@ -79,37 +75,6 @@ for cls, kw in ((ProdLDA, dict(n_components=3)), (AVITM, dict(n_components=3)),
 pickle.dump(r, open(sys.argv[1], "wb"))
 '''
 
-SPEED = r'''
-import json, os, pickle, sys, time
-import numpy as np, torch
-torch.set_num_threads(1)
-from sktopics import LDAGibbs
-from sktopics.datasets import load_20news_avitm
-from sktopics.model_selection import ais_log_likelihood, left_to_right_log_likelihood, ratio_ais
-data = os.environ.get("SKTOPICS_DATA", "../shared/data")
-model_path = os.environ["AB_MODEL"]
-T = load_20news_avitm(data, subset="test").data
-A, B = pickle.load(open(model_path, "rb"))
-X = T[np.random.RandomState(0).permutation(T.shape[0])[:600]]
-runs = {
-    "ais default S=20 M=1": lambda: ais_log_likelihood(A, X, n_temperatures=20, n_chains=1, random_state=0),
-    "ais collapsed S=10 M=10": lambda: ais_log_likelihood(
-        A, X, n_temperatures=10, n_chains=10, kernel="collapsed", random_state=0),
-    "ais blocked S=20 M=1": lambda: ais_log_likelihood(
-        A, X, n_temperatures=20, n_chains=1, kernel="blocked", random_state=0),
-    "ratio-ais geometric S=10 M=1": lambda: ratio_ais(A, B, X, n_temperatures=10, n_chains=1, random_state=0),
-    "left-to-right R=20": lambda: left_to_right_log_likelihood(A, X, n_particles=20, n_filters=1, random_state=0),
-    "left-to-right R=100 x 2": lambda: left_to_right_log_likelihood(A, X, n_particles=100, random_state=0),
-}
-ais_log_likelihood(A, X[:50], n_temperatures=2, n_chains=1, random_state=0)  # compile
-out = {}
-for name, fn in runs.items():
-    t = time.perf_counter(); res = fn(); s = time.perf_counter() - t
-    out[name] = dict(seconds=s, updates_per_s=res.n_token_updates / s, per_token=res.per_token)
-json.dump(out, open(sys.argv[1], "w"))
-'''
-
-
 def run(tree, code, env=None):
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "out"
@@ -130,38 +95,11 @@ def differences(a, b, prefix=""):
     return [] if np.array_equal(np.asarray(a), np.asarray(b)) else [prefix.rstrip(".")]
 
 
-def fit_models(path):
-    """The K = 50 and K = 40 LDAGibbs models of the speed runs (once)."""
-    if Path(path).exists():
-        return
-    code = r'''
-import os, pickle, sys, torch
-torch.set_num_threads(2)
-from sktopics import LDAGibbs
-from sktopics.datasets import load_20news_avitm
-X = load_20news_avitm(os.environ.get("SKTOPICS_DATA", "../shared/data"), subset="train").data
-A = LDAGibbs(50, max_iter=100, device="cpu", random_state=0).fit(X)
-B = LDAGibbs(40, max_iter=100, device="cpu", random_state=1).fit(X)
-pickle.dump((A, B), open(sys.argv[1], "wb"))
-'''
-    Path(path).write_bytes(run(sys.argv[2], code))
-
-
 def main():
-    mode, old, new = sys.argv[1:4]
-    if mode == "estimates":
-        a, b = (pickle.loads(run(t, ESTIMATES)) for t in (old, new))
-        diff = differences(a, b)
-        print(f"{len(a)} groups of estimates; differing: {diff or 'none'}")
-        return
-    model = os.environ.get("AB_MODEL", "/tmp/ab_issue18_models.pkl")
-    fit_models(model)
-    for _ in range(int(os.environ.get("REPEATS", "2"))):
-        for name, tree in (("old", old), ("new", new)):
-            res = json.loads(run(tree, SPEED, {"AB_MODEL": model}))
-            for k, v in res.items():
-                print(f"{name} {k:32s} {v['seconds']:7.2f} s {v['updates_per_s'] / 1e6:6.2f} M/s "
-                      f"per_token {v['per_token']:.4f}", flush=True)
+    old, new = sys.argv[2:4] if sys.argv[1] == "estimates" else sys.argv[1:3]
+    a, b = (pickle.loads(run(t, ESTIMATES)) for t in (old, new))
+    diff = differences(a, b)
+    print(f"{len(a)} groups of estimates; differing: {diff or 'none'}")
 
 
 if __name__ == "__main__":

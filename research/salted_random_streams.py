@@ -33,7 +33,9 @@ def pytest_configure(config):
 
     def root_key(rs):
         return (orig_root(rs) ^ (0x9E3779B9 * SALT)) & 0xFFFFFFFF
-    for mod in (ais, it, l2r, ra, ds):
+    import sktopics._random as rnd
+
+    for mod in (ais, it, l2r, ra, ds, rnd):
         mod.root_key = root_key
     orig_stream = sw.stream_key
 

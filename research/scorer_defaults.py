@@ -18,6 +18,7 @@ import argparse
 import json
 import os
 import subprocess
+import sys
 import tarfile
 import time
 from pathlib import Path
@@ -27,6 +28,9 @@ import torch
 from sklearn.feature_extraction.text import CountVectorizer
 from sklearn.model_selection import KFold
 from sklearn.pipeline import make_pipeline
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+from _common import markdown_to_rst  # noqa: E402
 
 from sktopics import LDAGibbs
 from sktopics.model_selection import (
@@ -109,6 +113,7 @@ def main():
     lines.append(f"| gold | {report['gold_pick']} | - | {report['gold_seconds']:.2f} | "
                  f"{', '.join(f'{v:.4f}' for v in report['gold_means'])} |")
     (out / "scorer_defaults.md").write_text("\n".join(lines) + "\n")
+    (out / "scorer_defaults.rst").write_text(markdown_to_rst("\n".join(lines) + "\n"))
     print("\n".join(lines))
 
 

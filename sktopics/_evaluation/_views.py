@@ -4,7 +4,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._generative import DirichletPrior, GenerativeView, MixtureLikelihood
-from ..utils._validation import check_counts
+from ..utils._validation import check_counts, check_doc_topic_prior, check_topic_word
 
 __all__ = ["check_eval_counts", "generative_view", "latent_of", "split_pipeline"]
 
@@ -31,10 +31,10 @@ def generative_view(estimator):
     ):
         return estimator
     if isinstance(estimator, tuple) and len(estimator) == 2:
-        phi = np.asarray(estimator[0], dtype=np.float64)
-        alpha = np.broadcast_to(np.asarray(estimator[1], dtype=np.float64), (phi.shape[0],))
-        if phi.ndim != 2 or np.any(phi < 0) or np.any(alpha <= 0):
-            raise ValueError("(topic_word, alpha) needs a non-negative 2-D topic_word and alpha > 0.")
+        phi = check_topic_word(estimator[0])
+        if np.any(phi < 0) or np.any(phi.sum(1) <= 0):
+            raise ValueError("topic_word must be non-negative with no all-zero row.")
+        alpha = check_doc_topic_prior(estimator[1], phi.shape[0], name="alpha")
         phi = phi / phi.sum(1, keepdims=True)
         return GenerativeView(
             prior=DirichletPrior(np.array(alpha)),

@@ -140,15 +140,16 @@ def _shifted_steps(state, z, u, tok, table, offsets: list[int], n_active: list[i
         sj.scatter_add_(1, zj, ones[:n])
 
 
-def _geometric_steps(index, z, u, tok, table, prior, n_topics: int, offsets: list[int],
+def _geometric_steps(index, factor, z, u, tok, table, prior, n_topics: int, offsets: list[int],
                      n_active: list[int]):
     """The lock-step loop for the geometric path between different alphas.
 
     The conditional is (c + alpha_A)^b (c + alpha_B)^(1 - b) x table[w]. Its count
-    factor is looked up in ``prior`` (M + 1, K), tabulated per temperature for every
-    count ``m <= M``, at ``index`` (rows, K) = c * K + k (updated in place): one
-    gather per step instead of two logarithms and an exponential per topic. Other
-    arguments as in :func:`_shifted_steps`.
+    factor is tabulated per temperature in ``prior`` (M + 1, K) for every count
+    ``m <= M``; ``index`` (rows, K) holds c * K + k and ``factor`` (rows, K) the
+    looked-up factors, both updated in place at the two topics a step changes: two
+    lookups per row and step instead of two logarithms and an exponential per
+    topic. Other arguments as in :func:`_shifted_steps`.
     """
     step = torch.full((index.shape[0], 1), n_topics, dtype=index.dtype, device=index.device)
     minus_step = -step
@@ -156,11 +157,14 @@ def _geometric_steps(index, z, u, tok, table, prior, n_topics: int, offsets: lis
         n = n_active[j]
         o = offsets[j]
         cj = index[:n]
+        fj = factor[:n]
         zj = z[o : o + n]
         cj.scatter_add_(1, zj, minus_step[:n])
-        cum = torch.cumsum(torch.take(prior, cj) * table.index_select(0, tok[o : o + n]), -1)
+        fj.scatter_(1, zj, torch.take(prior, cj.gather(1, zj)))
+        cum = torch.cumsum(fj * table.index_select(0, tok[o : o + n]), -1)
         torch.searchsorted(cum, u[o : o + n] * cum[:, -1:], out=zj)
         cj.scatter_add_(1, zj, step[:n])
+        fj.scatter_(1, zj, torch.take(prior, cj.gather(1, zj)))
 
 
 def _sequential_steps(state, z, u, tok, table, a_sum: float, offsets: list[int],
@@ -270,9 +274,9 @@ class ZPath:
                               + (1.0 - b) * torch.log(counts + self.alphaB)).float()
             topics = torch.arange(n_topics, device=c.device)
             index = c.long() * n_topics + topics
-            scripted(_geometric_steps)(index, z.view(-1, 1), u.view(-1, 1), self.LA.tok,
-                                       self.word_table(b), prior, n_topics, batch.offsets,
-                                       batch.n_active)
+            scripted(_geometric_steps)(index, torch.take(prior, index), z.view(-1, 1),
+                                       u.view(-1, 1), self.LA.tok, self.word_table(b), prior,
+                                       n_topics, batch.offsets, batch.n_active)
             c.copy_(torch.div(index - topics, n_topics, rounding_mode="floor"))
             return
         shift = self.alpha(b)

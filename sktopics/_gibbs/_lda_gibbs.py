@@ -12,6 +12,7 @@ from .._generative import DirichletPrior, GenerativeView, MixtureLikelihood
 from .._random import counter_uniform, stream_key
 from ..utils._sklearn_compat import Interval, StrOptions
 from ..utils._torch import device_budget, make_generator
+from ..utils._validation import check_doc_topic_prior
 from ._hyper import optimize_alpha, optimize_beta
 from ._infer import _CHUNK_ELEMENTS as _INFER_CHUNK_ELEMENTS
 from ._infer import CellCorpus, infer_doc_topic
@@ -310,17 +311,8 @@ class LDAGibbs(BaseTopicModel):
     # ----------------------------------------------------------------- helpers
     def _initial_alpha(self):
         K = self.n_components
-        if self.doc_topic_prior is None:
-            return np.full(K, 5.0 / K)
-        alpha = np.asarray(self.doc_topic_prior, dtype=np.float64)
-        if alpha.ndim == 0:
-            alpha = np.full(K, float(alpha))
-        if alpha.shape != (K,) or not np.all(np.isfinite(alpha)) or np.any(alpha <= 0):
-            raise ValueError(
-                "doc_topic_prior must be a positive float or an array of shape "
-                f"(n_components,) = ({K},) with positive entries; got shape {alpha.shape}."
-            )
-        return alpha
+        return check_doc_topic_prior(5.0 / K if self.doc_topic_prior is None
+                                     else self.doc_topic_prior, K)
 
     def _resolve_algorithm(self):
         if self.algorithm == "auto":

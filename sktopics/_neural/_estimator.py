@@ -12,6 +12,7 @@ from .._base import BaseTopicModel
 from .._generative import GenerativeView, LogisticNormalPrior, laplace_logistic_normal
 from ..utils._sklearn_compat import Interval, StrOptions
 from ..utils._torch import FrozenModule, evaluation_mode, make_generator, rng_scope
+from ..utils._validation import check_doc_topic_prior
 from ._data import CSRBatchIterator, CSRDataset
 from ._modules import ACTIVATIONS, InferenceNetwork, TFBatchNorm, TopicVAE
 from ._net import EpochMonitor, TopicNet
@@ -106,15 +107,7 @@ class NeuralTopicModel(BaseTopicModel):
         return topic_word / topic_word.sum(axis=1, keepdims=True)
 
     def _resolve_doc_topic_prior(self):
-        prior = np.asarray(self.doc_topic_prior, dtype=np.float64)
-        if prior.ndim == 0:
-            return np.full(self.n_components, float(prior))
-        if prior.shape != (self.n_components,) or np.any(prior <= 0):
-            raise ValueError(
-                "doc_topic_prior must be a positive float or an array of "
-                f"n_components={self.n_components} positive values; got shape {prior.shape}."
-            )
-        return prior
+        return check_doc_topic_prior(self.doc_topic_prior, self.n_components)
 
     def _split_validation(self, X, seed):
         if self.validation_fraction is None:

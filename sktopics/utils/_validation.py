@@ -8,7 +8,7 @@ from sklearn.exceptions import DataConversionWarning
 
 from ._sklearn_compat import validate_data
 
-__all__ = ["check_count_matrix", "check_counts", "check_topic_word"]
+__all__ = ["check_count_matrix", "check_counts", "check_doc_topic_prior", "check_topic_word"]
 
 
 def check_count_matrix(estimator, X, *, reset, integer_counts=False, min_samples=1):
@@ -121,3 +121,29 @@ def check_topic_word(topic_word, name="topic_word"):
     if not np.all(np.isfinite(array)):
         raise ValueError(f"{name} contains NaN or infinite values.")
     return array
+
+
+def check_doc_topic_prior(value, n_components, name="doc_topic_prior"):
+    """A document-topic Dirichlet prior as a float64 array of shape (n_components,).
+
+    Parameters
+    ----------
+    value : float or array-like of shape (n_components,)
+        Positive and finite: one value for every topic, or one per topic.
+    n_components : int
+    name : str
+        The parameter's name, for the error message.
+
+    Returns
+    -------
+    alpha : ndarray of shape (n_components,)
+    """
+    alpha = np.asarray(value, dtype=np.float64)
+    if alpha.ndim == 0:
+        alpha = np.full(n_components, float(alpha))
+    if alpha.shape != (n_components,) or not np.all(np.isfinite(alpha)) or np.any(alpha <= 0):
+        raise ValueError(
+            f"{name} must be a positive float or an array of shape (n_components,) = "
+            f"({n_components},) with positive entries; got shape {alpha.shape}."
+        )
+    return alpha
