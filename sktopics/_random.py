@@ -26,7 +26,6 @@ import torch
 
 __all__ = [
     "bits",
-    "categorical",
     "counter_log_dirichlet",
     "counter_log_gamma",
     "counter_key",
@@ -248,14 +247,6 @@ def counter_log_dirichlet(concentration, keys, *counters):
     """log of Dirichlet(concentration) variates, one per row of ``concentration``."""
     log_g = counter_log_gamma(concentration, keys, *counters)
     return log_g - torch.logsumexp(log_g, dim=-1, keepdim=True)
-
-
-def categorical(logits, u):
-    """Inverse-CDF draw from unnormalised ``logits`` (..., K) with uniforms (...)."""
-    p = torch.exp(logits - logits.amax(-1, keepdim=True))
-    cum = torch.cumsum(p, -1)
-    k = (cum < u.unsqueeze(-1) * cum[..., -1:]).sum(-1)
-    return k.clamp_max(logits.shape[-1] - 1)
 
 
 def root_key(random_state):

@@ -46,14 +46,11 @@ def expand_tokens(X, rows):
     return tokens, mask, lengths
 
 
-def batches(lengths, n_rows_per_doc, n_topics, device, min_fill=0.0, row_elements=0):
-    """Document batches in decreasing length (rows of a batch are length-sorted).
+def batches(lengths, n_rows_per_doc, n_topics, device, row_elements=0):
+    """Document batches in decreasing length, for the padded layout.
 
     A batch holds at most ``device_budget(device, MAX_ELEMENTS)`` rows x
-    (positions x topics + ``row_elements``); with
-    ``min_fill > 0`` a new batch also starts when a document is shorter than
-    ``min_fill`` times the batch's longest one (bounds the padding of kernels that
-    work on all positions at once).
+    (positions x topics + ``row_elements``).
     """
     max_elements = device_budget(device, MAX_ELEMENTS)
     order = np.argsort(-lengths, kind="stable")
@@ -63,10 +60,6 @@ def batches(lengths, n_rows_per_doc, n_topics, device, min_fill=0.0, row_element
         n_max = max(int(lengths[order[start]]), 1)
         per_doc = n_rows_per_doc * (n_max * n_topics + row_elements)
         size = max(1, max_elements // max(per_doc, 1))
-        if min_fill > 0:
-            short = np.flatnonzero(lengths[order[start : start + size]] < min_fill * n_max)
-            if short.size:
-                size = max(1, int(short[0]))
         out.append(order[start : start + size])
         start += size
     return out
