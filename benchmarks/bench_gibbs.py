@@ -87,7 +87,7 @@ class Ours:
         self.threads = threads
         self.model = LDAGibbs(
             n_components=K, doc_topic_prior=ALPHA, topic_word_prior=BETA,
-            optimize_interval=None, algorithm=algorithm, n_samples=1, burn_in=0,
+            optimize_interval=None, algorithm=algorithm, n_kept_samples=1, burn_in=0,
             evaluate_every=10**9, warm_start=True, device="cpu", random_state=seed,
         )
 

@@ -53,7 +53,7 @@ if mode == "estimates":
                            random_state=0).per_document
     r["iteration"] = [x.per_document for x in iteration_ais(g, X, n_chains=3, random_state=0)]
     for cls, kw in ((ProdLDA, dict(n_components=4)), (AVITM, dict(n_components=4)),
-                    (PAMVI, dict(structure=(2, 4))), (MoLDA, dict(components=(2, 3)))):
+                    (PAMVI, dict(structure=(2, 4))), (MoLDA, dict(component_sizes=(2, 3)))):
         m = cls(max_iter=3, batch_size=20, hidden_sizes=(16,), device="cpu", random_state=0,
                 **kw).fit(X)
         r[cls.__name__] = [m.components_, m.transform(X), m.score(X),

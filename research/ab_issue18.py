@@ -58,7 +58,7 @@ r["iteration"] = [x.per_document for x in iteration_ais(g, X, n_chains=3, random
 r["iteration_geo"] = [x.per_document for x in iteration_ais(g, X, path="hybrid", n_chains=2,
                                                             random_state=1)]
 for cls, kw in ((ProdLDA, dict(n_components=3)), (AVITM, dict(n_components=3)),
-                (PAMVI, dict(structure=(2, 3))), (MoLDA, dict(components=(2, 3)))):
+                (PAMVI, dict(structure=(2, 3))), (MoLDA, dict(component_sizes=(2, 3)))):
     m = cls(max_iter=3, batch_size=20, hidden_sizes=(16,), device="cpu", random_state=0,
             **kw).fit(X)
     out = [m.score(X), ais_log_likelihood(m, X[:10], n_temperatures=8, n_chains=2,

@@ -1,5 +1,6 @@
 """The estimator contract shared by every sktopics topic model."""
 
+import warnings
 from abc import abstractmethod
 from numbers import Integral
 
@@ -15,9 +16,21 @@ from .utils._sklearn_compat import (
     check_is_fitted,
 )
 from .utils._torch import available_device, draw_seed, resolve_device
-from .utils._validation import check_count_matrix
+from .utils._validation import EmptyDocumentWarning, check_count_matrix
 
 __all__ = ["BaseTopicModel"]
+
+
+def _warn_empty_documents(X, owner):
+    n_empty = int(np.count_nonzero(np.asarray(X.sum(axis=1)).ravel() <= 0))
+    if n_empty:
+        warnings.warn(
+            f"{owner}.transform: {n_empty} of {X.shape[0]} documents have no token in the "
+            "vocabulary (empty, or only unseen words); their topic proportions are the "
+            "prior mean.",
+            EmptyDocumentWarning,
+            stacklevel=3,
+        )
 
 
 class BaseTopicModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
@@ -66,6 +79,7 @@ class BaseTopicModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEsti
         X = check_count_matrix(
             self, X, reset=not warm, integer_counts=self._integer_counts, min_samples=2
         )
+        self._warn_more_topics_than_words(X)
         self.device_ = resolve_device(self.device)
         self._fit(X, draw_seed(self.random_state), warm=warm)
         return self
@@ -112,9 +126,12 @@ class BaseTopicModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEsti
         Returns
         -------
         doc_topic : ndarray of shape (n_samples, n_components)
-            Rows sum to 1. Documents without tokens get the prior mean.
+            Rows sum to 1. Documents without tokens (empty, or made only of words
+            outside the vocabulary, which a vectorizer drops) get the prior mean,
+            with a :class:`~sktopics.utils.EmptyDocumentWarning` that counts them.
         """
         X = self._check_X(X)
+        _warn_empty_documents(X, type(self).__name__)
         doc_topic = np.asarray(self._transform(X), dtype=np.float64)
         return doc_topic.astype(X.dtype, copy=False)
 
@@ -157,6 +174,16 @@ class BaseTopicModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEsti
         perplexity : float
         """
         return float(np.exp(-self.score(X)))
+
+    def _warn_more_topics_than_words(self, X):
+        n_topics = getattr(self, "n_components", None)
+        if isinstance(n_topics, Integral) and n_topics > X.shape[1]:
+            warnings.warn(
+                f"{type(self).__name__}: n_components={n_topics} topics over a vocabulary of "
+                f"{X.shape[1]} words: more topics than words cannot all be told apart.",
+                UserWarning,
+                stacklevel=3,
+            )
 
     def _check_X(self, X):
         """Validate counts for inference on a fitted model (features must match)."""

@@ -23,7 +23,7 @@ FAST_PARAMS = {
     LDAGibbs: dict(n_components=3, max_iter=5, transform_max_iter=10, device=TEST_DEVICE),
     PAMVI: dict(structure=(2, 3), max_iter=2, batch_size=8, hidden_sizes=(8, 8),
                 device=TEST_DEVICE),
-    MoLDA: dict(components=(2, 3), max_iter=2, batch_size=8, hidden_sizes=(8, 8),
+    MoLDA: dict(component_sizes=(2, 3), max_iter=2, batch_size=8, hidden_sizes=(8, 8),
                 device=TEST_DEVICE),
 }
 

@@ -59,7 +59,7 @@ ESTIMATORS = {
     "AVITM": lambda: AVITM(3, **NEURAL),
     "ProdLDA": lambda: ProdLDA(3, **NEURAL),
     "PAMVI": lambda: PAMVI(structure=(2, 3), **NEURAL),
-    "MoLDA": lambda: MoLDA(components=(2, 2), **NEURAL),
+    "MoLDA": lambda: MoLDA(component_sizes=(2, 2), **NEURAL),
 }
 
 

@@ -30,7 +30,7 @@ MODELS = {
     "AVITM": lambda: AVITM(n_components=3, **NEURAL).fit(X),
     "ProdLDA": lambda: ProdLDA(n_components=3, **NEURAL).fit(X),
     "PAMVI": lambda: PAMVI(structure=(2, 3), **NEURAL).fit(X),
-    "MoLDA": lambda: MoLDA(components=(2, 3), **NEURAL).fit(X),
+    "MoLDA": lambda: MoLDA(component_sizes=(2, 3), **NEURAL).fit(X),
     "(topic_word, alpha)": lambda: (np.random.default_rng(0).dirichlet(np.ones(25), 3),
                                     np.array([0.5, 1.0, 2.0])),
 }

@@ -245,7 +245,7 @@ def _per_step(make, small, large):
 
 def test_hot_loops_do_not_synchronise_per_step(X, record_property):
     X_big = make_lda_corpus(n_samples=400, n_features=50, n_components=4, random_state=0)[0]
-    gibbs = _per_step(lambda n: LDAGibbs(4, max_iter=n, n_samples=1, optimize_interval=None,
+    gibbs = _per_step(lambda n: LDAGibbs(4, max_iter=n, n_kept_samples=1, optimize_interval=None,
                                          evaluate_every=1000, device="cuda").fit(X_big), 4, 12)
     epochs = _per_step(lambda n: ESTIMATORS["ProdLDA"]().set_params(
         device="cuda", max_iter=n, batch_size=20).fit(X_big), 2, 6)

@@ -129,7 +129,7 @@ def test_alpha_optimisation_moves_towards_asymmetric_alpha():
 
 def test_same_seed_identical_and_thread_count_independent(corpus):
     X, _, _ = corpus
-    params = dict(n_components=4, max_iter=20, n_samples=2, sample_interval=5, **FAST)
+    params = dict(n_components=4, max_iter=20, n_kept_samples=2, sample_interval=5, **FAST)
     for algorithm in ("parallel", "mh"):
         a = LDAGibbs(algorithm=algorithm, **params).fit(X)
         b = LDAGibbs(algorithm=algorithm, **params).fit(X)
@@ -212,14 +212,14 @@ def test_warm_start_and_partial_fit(corpus):
 
 def test_sampling_schedule_and_snapshots(corpus):
     X, _, _ = corpus
-    model = LDAGibbs(n_components=4, max_iter=30, burn_in=5, n_samples=3, sample_interval=5,
+    model = LDAGibbs(n_components=4, max_iter=30, burn_in=5, n_kept_samples=3, sample_interval=5,
                      snapshot_interval=10, **FAST)
     assert model._sample_sweeps(0, 30) == {20, 25, 30}
     model.fit(X)
     assert [s[0] for s in model.snapshots_] == [10, 20, 30]
     assert model.snapshots_[0][1].shape == (4, X.shape[1])
     # Runs shorter than burn-in still average the final state.
-    short = LDAGibbs(n_components=4, max_iter=3, burn_in=50, n_samples=5)
+    short = LDAGibbs(n_components=4, max_iter=3, burn_in=50, n_kept_samples=5)
     assert short._sample_sweeps(0, 3) == {3}
 
 

@@ -389,7 +389,7 @@ def test_left_to_right_scores_two_level_pams_and_explains_the_others(prodlda):
     X = corpus(40)
     for est in (PAMVI(structure=(2, 3), hidden_sizes=(8, 8), max_iter=2, batch_size=20,
                       device=TEST_DEVICE, random_state=0),
-                MoLDA(components=(2, 3), hidden_sizes=(8, 8), max_iter=2, batch_size=20,
+                MoLDA(component_sizes=(2, 3), hidden_sizes=(8, 8), max_iter=2, batch_size=20,
                       device=TEST_DEVICE, random_state=0)):
         est.fit(X)
         lr = left_to_right_log_likelihood(est, X[:4], n_particles=200, random_state=0)

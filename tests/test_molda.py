@@ -29,7 +29,7 @@ def X():
 
 
 def test_shapes_and_per_component_views(X):
-    model = MoLDA(components=(2, 3), **FAST).fit(X)
+    model = MoLDA(component_sizes=(2, 3), **FAST).fit(X)
     assert not hasattr(model, "predict")
     theta = model.transform(X)
     assert theta.shape == (60, 5) and model.n_components_ == 5
@@ -57,37 +57,37 @@ def test_shapes_and_per_component_views(X):
 
 
 def test_components_have_their_own_decoder(X):
-    model = MoLDA(components=(2, 3), **FAST).fit(X)
+    model = MoLDA(component_sizes=(2, 3), **FAST).fit(X)
     decoder = model.net_.module_.decoder
     assert [part.beta.shape[0] for part in decoder.parts] == [2, 3]
 
 
 def test_subtopic_prior_per_component(X):
-    model = MoLDA(components=(2, 3), subtopic_prior=(0.5, [1.0, 2.0, 3.0]),
+    model = MoLDA(component_sizes=(2, 3), subtopic_prior=(0.5, [1.0, 2.0, 3.0]),
                   doc_topic_prior=[1.0, 2.0], **FAST).fit(X)
     np.testing.assert_allclose(model.level_priors_[1],
                                [[0.5, 0.5, 0, 0, 0], [0, 0, 1, 2, 3]])
     np.testing.assert_allclose(model.doc_topic_prior_, [1.0, 2.0])
     with pytest.raises(ValueError, match="one entry per component"):
-        MoLDA(components=(2, 3), subtopic_prior=(0.5,), **FAST).fit(X)
+        MoLDA(component_sizes=(2, 3), subtopic_prior=(0.5,), **FAST).fit(X)
     with pytest.raises(ValueError, match=r"subtopic_prior\[1\]"):
-        MoLDA(components=(2, 3), subtopic_prior=(0.5, [1.0]), **FAST).fit(X)
+        MoLDA(component_sizes=(2, 3), subtopic_prior=(0.5, [1.0]), **FAST).fit(X)
 
 
-@pytest.mark.parametrize("components", [(), (2, 0), (2, 1.5)])
-def test_bad_components(X, components):
-    with pytest.raises(ValueError, match="components"):
-        MoLDA(components=components, **FAST).fit(X)
+@pytest.mark.parametrize("sizes", [(), (2, 0), (2, 1.5)])
+def test_bad_component_sizes(X, sizes):
+    with pytest.raises(ValueError, match="component_sizes"):
+        MoLDA(component_sizes=sizes, **FAST).fit(X)
 
 
 def test_elbo_decreases(X):
-    model = MoLDA(components=(2, 3), **{**FAST, "max_iter": 15}).fit(X)
+    model = MoLDA(component_sizes=(2, 3), **{**FAST, "max_iter": 15}).fit(X)
     losses = np.asarray(model.history_[:, "train_loss"])
     assert losses[-3:].mean() < losses[:3].mean()
 
 
 def test_generative_view(X):
-    model = MoLDA(components=(2, 3), **FAST).fit(X)
+    model = MoLDA(component_sizes=(2, 3), **FAST).fit(X)
     view = model._generative_view()
     phi, alpha_root, alpha_sub = view.path_mixture()
     np.testing.assert_allclose(phi, model.components_)
@@ -104,8 +104,8 @@ def test_generative_view(X):
 
 
 def test_pickle_clone_reproducible(X):
-    a = MoLDA(components=(2, 3), **FAST).fit(X)
-    b = MoLDA(components=(2, 3), **FAST).fit(X)
+    a = MoLDA(component_sizes=(2, 3), **FAST).fit(X)
+    b = MoLDA(component_sizes=(2, 3), **FAST).fit(X)
     np.testing.assert_array_equal(a.transform(X), b.transform(X))
     restored = pickle.loads(pickle.dumps(a))
     for u, v in zip(restored.transform_components(X), a.transform_components(X)):
@@ -114,13 +114,13 @@ def test_pickle_clone_reproducible(X):
 
 
 def test_l2_norm(X):
-    model = MoLDA(components=(2, 3), logvar_norm="l2", **FAST).fit(X)
+    model = MoLDA(component_sizes=(2, 3), logvar_norm="l2", **FAST).fit(X)
     np.testing.assert_allclose(model.transform(X[:1]), model.transform(X)[:1], atol=1e-10)
 
 
 def test_word_gain_per_component():
     X, _, _ = make_lda_corpus(n_samples=40, n_features=20, n_components=3, random_state=0)
-    model = MoLDA(components=(2, 3), **FAST).fit(X)
+    model = MoLDA(component_sizes=(2, 3), **FAST).fit(X)
     assert all(part.gain is not None for part in model.net_.module_.decoder.parts)
-    plain = MoLDA(components=(2, 3), word_gain=False, **FAST).fit(X)
+    plain = MoLDA(component_sizes=(2, 3), word_gain=False, **FAST).fit(X)
     assert all(part.gain is None for part in plain.net_.module_.decoder.parts)

@@ -325,7 +325,7 @@ def test_pipeline_grid_search_and_top_words():
     search = GridSearchCV(pipe, {"topics__n_components": [2, 3]}, cv=2, n_jobs=2)
     search.fit(docs)
     assert search.best_params_["topics__n_components"] in (2, 3)
-    words = top_words(search.best_estimator_, n_words=3)
+    words = top_words(search.best_estimator_, top_n=3)
     vocabulary = set(CountVectorizer().fit(docs).get_feature_names_out())
     assert all(word in vocabulary for topic in words for word in topic)
     assert len(words) == search.best_params_["topics__n_components"]

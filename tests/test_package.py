@@ -154,8 +154,11 @@ def test_top_words_from_array_pipeline_and_names():
     assert top_words(topic_word, 1, feature_names=["a", "b", "c"]) == [["b"], ["a"]]
     with pytest.raises(ValueError, match="feature_names"):
         top_words(topic_word, 1, feature_names=["a"])
-    with pytest.raises(ValueError, match="n_words"):
+    with pytest.raises(ValueError, match="top_n"):
         top_words(topic_word, 0)
+    words, weights = top_words(3 * topic_word, 2, return_weights=True)  # normalised
+    assert words == [[1, 2], [0, 1]]
+    np.testing.assert_allclose(weights, [[0.5, 0.4], [0.6, 0.2]])
 
     docs = ["red green blue", "green blue", "cat dog", "dog cat mouse"] * 5
     pipe = make_pipeline(

@@ -368,7 +368,7 @@ def test_shift_init_starts_the_decoder_at_the_word_frequencies(corpus):
     # The shift stays a learned parameter.
     trained = PAMVI((2, 4), **FAST).fit(X)
     assert not np.allclose(trained.net_.module_.decoder.bias.detach().numpy(), expected)
-    molda = MoLDA(components=(2, 3), **untrained).fit(X)
+    molda = MoLDA(component_sizes=(2, 3), **untrained).fit(X)
     for part in molda.net_.module_.decoder.parts:
         np.testing.assert_allclose(part.bias.detach().numpy(), expected, rtol=1e-5, atol=1e-6)
     with pytest.raises(ValueError, match="shift_init"):

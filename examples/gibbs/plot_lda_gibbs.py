@@ -30,7 +30,7 @@ model = LDAGibbs(
     max_iter=100,
     burn_in=20,
     optimize_interval=10,
-    n_samples=3,
+    n_kept_samples=3,
     sample_interval=10,
     evaluate_every=5,
     device="cpu",
@@ -59,7 +59,7 @@ plt.show()
 
 # %%
 # Top words of the five topics with the largest ``alpha``.
-words = top_words(model, n_words=8, feature_names=train.feature_names)
+words = top_words(model, top_n=8, feature_names=train.feature_names)
 for k in order[:5]:
     print(f"topic {k:2d} (alpha={model.doc_topic_prior_[k]:.2f}): {' '.join(words[k])}")
 

@@ -85,7 +85,7 @@ fig.tight_layout()
 # The best and the worst topic of each model, by NPMI.
 for name, model in models.items():
     eps = scores[name][0]
-    words = top_words(model, n_words=8, feature_names=vocabulary)
+    words = top_words(model, top_n=8, feature_names=vocabulary)
     best, worst = np.nanargmax(eps.per_topic), np.nanargmin(eps.per_topic)
     print(f"{name}\n  best  ({eps.per_topic[best]:.2f}): {' '.join(words[best])}"
           f"\n  worst ({eps.per_topic[worst]:.2f}): {' '.join(words[worst])}")

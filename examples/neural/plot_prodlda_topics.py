@@ -32,7 +32,7 @@ pipe = make_pipeline(
                         device="cpu"),
 )
 pipe.fit(train.texts)
-for k, words in enumerate(top_words(pipe, n_words=8)):
+for k, words in enumerate(top_words(pipe, top_n=8)):
     print(f"topic {k}: {' '.join(words)}")
 
 # %%

@@ -84,7 +84,7 @@ fig.tight_layout()
 
 # %%
 # MoLDA(3:12): a coarse 3-topic LDA and a fine 12-topic LDA mixed word by word.
-molda = MoLDA(components=(3, 12), max_iter=20, random_state=0,
+molda = MoLDA(component_sizes=(3, 12), max_iter=20, random_state=0,
               device="cpu").fit(train.data)
 for name, topics in zip(("coarse", "fine"), molda.components_per_model_):
     npmi = npmi_coherence(topics, test.data, zero_cooccurrence="zero").mean

@@ -91,9 +91,9 @@ class LDAGibbs(BaseTopicModel):
     burn_in : int, default=50
         Sweeps before hyper-parameters start to be optimised; states before it
         are never averaged into the estimates (unless the run is shorter).
-    n_samples : int, default=5
-        Number of states whose topic-word counts are averaged into
-        ``components_``: the last ``n_samples`` states spaced
+    n_kept_samples : int, default=5
+        Number of sampled states whose topic-word counts are averaged into
+        ``components_``: the last ``n_kept_samples`` states spaced
         ``sample_interval`` sweeps apart and after ``burn_in`` (the final state
         is always used).
     sample_interval : int, default=10
@@ -253,7 +253,7 @@ class LDAGibbs(BaseTopicModel):
         "topic_word_prior": [None, Interval(Real, 0, None, closed="neither")],
         "max_iter": [Interval(Integral, 1, None, closed="left")],
         "burn_in": [Interval(Integral, 0, None, closed="left")],
-        "n_samples": [Interval(Integral, 1, None, closed="left")],
+        "n_kept_samples": [Interval(Integral, 1, None, closed="left")],
         "sample_interval": [Interval(Integral, 1, None, closed="left")],
         "optimize_interval": [None, Interval(Integral, 1, None, closed="left")],
         "algorithm": [StrOptions({"auto", "parallel", "mh", "sequential"})],
@@ -277,7 +277,7 @@ class LDAGibbs(BaseTopicModel):
         topic_word_prior=None,
         max_iter=500,
         burn_in=50,
-        n_samples=5,
+        n_kept_samples=5,
         sample_interval=10,
         optimize_interval=10,
         algorithm="auto",
@@ -295,7 +295,7 @@ class LDAGibbs(BaseTopicModel):
         self.topic_word_prior = topic_word_prior
         self.max_iter = max_iter
         self.burn_in = burn_in
-        self.n_samples = n_samples
+        self.n_kept_samples = n_kept_samples
         self.sample_interval = sample_interval
         self.optimize_interval = optimize_interval
         self.algorithm = algorithm
@@ -322,7 +322,7 @@ class LDAGibbs(BaseTopicModel):
     def _sample_sweeps(self, start, n_sweeps):
         """Sweeps (cumulative numbering) whose states are averaged."""
         last = start + n_sweeps
-        sweeps = [last - j * self.sample_interval for j in range(self.n_samples)]
+        sweeps = [last - j * self.sample_interval for j in range(self.n_kept_samples)]
         floor = max(start, self.burn_in) if last > self.burn_in else start
         return {s for s in sweeps if s > floor} | {last}
 

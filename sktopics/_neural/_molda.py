@@ -40,7 +40,7 @@ class MoLDA(PAMTopicModel):
 
     Parameters
     ----------
-    components : tuple of int, default=(10, 50)
+    component_sizes : tuple of int, default=(10, 50)
         Topics per LDA component: ``(10, 50)`` is the paper's MoLDA(10:50).
     doc_topic_prior : float or array-like of shape (n_models,), default=1.0
         The Dirichlet over the components (the root).
@@ -91,7 +91,7 @@ class MoLDA(PAMTopicModel):
     >>> from sktopics.datasets import make_lda_corpus
     >>> X, _, _ = make_lda_corpus(n_samples=60, n_features=30, n_components=4,
     ...                           random_state=0)
-    >>> model = MoLDA(components=(2, 4), max_iter=5, batch_size=20, device="cpu",
+    >>> model = MoLDA(component_sizes=(2, 4), max_iter=5, batch_size=20, device="cpu",
     ...               random_state=0).fit(X)
     >>> model.transform(X).shape
     (60, 6)
@@ -101,14 +101,14 @@ class MoLDA(PAMTopicModel):
 
     _parameter_constraints = {
         **PAMTopicModel._parameter_constraints,
-        "components": [tuple, list],
+        "component_sizes": [tuple, list],
         "doc_topic_prior": [Interval(Real, 0, None, closed="neither"), "array-like"],
         "subtopic_prior": [Interval(Real, 0, None, closed="neither"), tuple, list],
     }
 
     def __init__(
         self,
-        components=(10, 50),
+        component_sizes=(10, 50),
         *,
         doc_topic_prior=1.0,
         subtopic_prior=1.0,
@@ -137,7 +137,7 @@ class MoLDA(PAMTopicModel):
         random_state=None,
         verbose=0,
     ):
-        self.components = components
+        self.component_sizes = component_sizes
         self.doc_topic_prior = doc_topic_prior
         self.subtopic_prior = subtopic_prior
         self.topic_word_prior = topic_word_prior
@@ -167,13 +167,13 @@ class MoLDA(PAMTopicModel):
 
     # ------------------------------------------------------------ structure
     def _sizes(self):
-        sizes = tuple(self.components)
+        sizes = tuple(self.component_sizes)
         if not sizes or any(
             isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1 for k in sizes
         ):
             raise ValueError(
-                "components must be a non-empty tuple of positive ints (topics per LDA "
-                f"component), e.g. (10, 50); got {self.components!r}."
+                "component_sizes must be a non-empty tuple of positive ints (topics per LDA "
+                f"component), e.g. (10, 50); got {self.component_sizes!r}."
             )
         return tuple(int(k) for k in sizes)
 

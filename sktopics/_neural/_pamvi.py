@@ -553,7 +553,14 @@ class PAMVI(PAMTopicModel):
         self.verbose = verbose
 
     def _structure(self):
-        return PAMStructure.from_spec(self.structure)
+        structure = PAMStructure.from_spec(self.structure)
+        if len(structure.levels) < 2:
+            raise ValueError(
+                f"PAMVI needs at least two levels of topics below the root, e.g. "
+                f"structure=(5, 20); got structure={self.structure!r}. One level is LDA with "
+                "a logistic-normal prior: use AVITM."
+            )
+        return structure
 
     def _level_alphas(self, structure):
         return pam_level_alphas(structure, self.doc_topic_prior, self.subtopic_prior)

@@ -118,16 +118,28 @@ class _RatioScorer(_HeldOutScorer):
 
 
 class _CoherenceScorer:
+    """NPMI scorer; its "never occur in X_ref" warning is given once, not once per fold."""
+
     def __init__(self, top_n, zero_cooccurrence):
         self.top_n = top_n
         self.zero_cooccurrence = zero_cooccurrence
+        self._warned = False
 
     def __call__(self, estimator, X, y=None):
         from ..metrics import npmi_coherence
 
         model, Xt = split_pipeline(estimator, X)
-        result = npmi_coherence(model, Xt, top_n=self.top_n,
-                                zero_cooccurrence=self.zero_cooccurrence)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            result = npmi_coherence(model, Xt, top_n=self.top_n,
+                                    zero_cooccurrence=self.zero_cooccurrence)
+        for w in caught:
+            unseen = "never occur in X_ref" in str(w.message)
+            if unseen and self._warned:
+                continue
+            self._warned = self._warned or unseen
+            suffix = " (said once per scorer, not for every fold)" if unseen else ""
+            warnings.warn(f"{w.message}{suffix}", w.category, stacklevel=2)
         return float(result.mean)
 
     def __repr__(self):

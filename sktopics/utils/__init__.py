@@ -1,9 +1,12 @@
 """Utilities shared by the sktopics estimators and evaluation code.
 
-Public: :class:`DeviceWarning`, the warning a fitted model gives when it is moved to
-another device than the one it recorded (see the user guide, "GPUs").
+Public: the warnings the estimators give. :class:`DeviceWarning`: a fitted model is
+moved to another device than the one it recorded (see the user guide, "GPUs").
+:class:`EmptyDocumentWarning`: ``transform`` met documents without a token in the
+vocabulary.
 """
 
 from ._torch import DeviceWarning
+from ._validation import EmptyDocumentWarning
 
-__all__ = ["DeviceWarning"]
+__all__ = ["DeviceWarning", "EmptyDocumentWarning"]

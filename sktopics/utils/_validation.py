@@ -8,7 +8,22 @@ from sklearn.exceptions import DataConversionWarning
 
 from ._sklearn_compat import validate_data
 
-__all__ = ["check_count_matrix", "check_counts", "check_doc_topic_prior", "check_topic_word"]
+__all__ = [
+    "EmptyDocumentWarning",
+    "check_count_matrix",
+    "check_counts",
+    "check_doc_topic_prior",
+    "check_topic_word",
+]
+
+
+class EmptyDocumentWarning(UserWarning):
+    """Documents without a token in the vocabulary: their proportions are the prior mean.
+
+    Raised by ``transform`` with the number of such documents (empty rows, or rows
+    made only of words the vectorizer did not keep). Filter it with
+    ``warnings.simplefilter("ignore", EmptyDocumentWarning)`` where they are expected.
+    """
 
 
 def check_count_matrix(estimator, X, *, reset, integer_counts=False, min_samples=1):
@@ -35,6 +50,7 @@ def check_count_matrix(estimator, X, *, reset, integer_counts=False, min_samples
         float64 or float32 CSR matrix with sorted indices; never the caller's object
         when a change (rounding, sorting) is needed.
     """
+    _refuse_raw_text(X, type(estimator).__name__)
     X = validate_data(
         estimator,
         X,
@@ -93,16 +109,60 @@ def check_counts(X, *, owner, n_features=None, integer_counts=False, stacklevel=
     if integer_counts and values.size:
         rounded = np.rint(values)
         if not np.array_equal(rounded, values):
-            warnings.warn(
-                f"{owner} needs integer token counts; "
-                "non-integer entries were rounded to the nearest integer.",
-                DataConversionWarning,
-                stacklevel=stacklevel,
-            )
-            X = X.copy()
-            X.data = rounded
+            X = _rounded_counts(X, rounded, owner, stacklevel + 1)
     if not X.has_sorted_indices:
         X = X.sorted_indices()
+    return X
+
+
+def _refuse_raw_text(X, owner):
+    """A clear error for documents passed as text, before numpy tries to parse them."""
+    first = None
+    if isinstance(X, str):
+        first = X
+    elif isinstance(X, (list, tuple)) and len(X):
+        first = X[0]
+    elif getattr(X, "dtype", None) is not None and X.dtype.kind in "OUS" and getattr(X, "size", 0):
+        first = np.asarray(X).ravel()[0]
+    if isinstance(first, str):
+        raise ValueError(
+            f"{owner} expects a document-term matrix of token counts, not raw text: put a "
+            f"vectorizer first, e.g. make_pipeline(CountVectorizer(), {owner}(...))."
+        )
+
+
+def _rounded_counts(X, rounded, owner, stacklevel):
+    """Counts rounded to integers, with what the rounding changed; an error for non-counts.
+
+    A few fractional entries in a count matrix are repaired, saying what changed. A
+    matrix whose rounding empties most documents (TF-IDF of long documents,
+    normalised rows) leaves nothing sensible to fit and is refused.
+    """
+    before = np.asarray(X.sum(axis=1)).ravel()
+    X = X.copy()
+    changed = int(np.count_nonzero(rounded != X.data))
+    zeroed = int(np.count_nonzero((rounded == 0) & (X.data != 0)))
+    X.data = rounded
+    after = np.asarray(X.sum(axis=1)).ravel()
+    emptied = int(np.count_nonzero((before > 0) & (after <= 0)))
+    n_docs = int(np.count_nonzero(before > 0))
+    detail = (f"{changed} of {X.nnz} non-zero entries are not integers ({zeroed} round to 0), "
+              f"{emptied} of {n_docs} documents become empty and the total count goes from "
+              f"{before.sum():.4g} to {after.sum():.4g}")
+    if 2 * emptied > n_docs or after.sum() <= 0:
+        raise ValueError(
+            f"{owner} needs integer token counts, and X does not hold them: {detail}. Is X a "
+            "TF-IDF or normalised matrix? Pass raw counts, e.g. from CountVectorizer."
+        )
+    hint = (" Is X a TF-IDF or normalised matrix? Pass raw counts, e.g. from CountVectorizer."
+            if 2 * changed > X.nnz else "")
+    warnings.warn(
+        f"{owner} needs integer token counts: {detail}; non-integer entries were rounded to "
+        f"the nearest integer.{hint}",
+        DataConversionWarning,
+        stacklevel=stacklevel,
+    )
+    X.eliminate_zeros()
     return X
 
 
