@@ -15,7 +15,7 @@ from .utils._sklearn_compat import (
     _fit_context,
     check_is_fitted,
 )
-from .utils._torch import available_device, draw_seed, resolve_device
+from .utils._torch import available_device, draw_seed, resolve_device, thread_scope
 from .utils._validation import EmptyDocumentWarning, check_count_matrix
 
 __all__ = ["BaseTopicModel"]
@@ -47,6 +47,7 @@ class BaseTopicModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEsti
     _parameter_constraints = {
         "n_components": [Interval(Integral, 1, None, closed="left")],
         "device": [StrOptions({"auto", "cpu", "cuda"}), str, torch.device],
+        "n_jobs": [None, Integral],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
     }
@@ -81,7 +82,8 @@ class BaseTopicModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEsti
         )
         self._warn_more_topics_than_words(X)
         self.device_ = resolve_device(self.device)
-        self._fit(X, draw_seed(self.random_state), warm=warm)
+        with thread_scope(self.n_jobs):
+            self._fit(X, draw_seed(self.random_state), warm=warm)
         return self
 
     def partial_fit(self, X, y=None):
@@ -111,7 +113,8 @@ class BaseTopicModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEsti
         )
         if not warm:
             self.device_ = resolve_device(self.device)
-        self._fit(X, draw_seed(self.random_state), warm=warm, **self._partial_fit_options)
+        with thread_scope(self.n_jobs):
+            self._fit(X, draw_seed(self.random_state), warm=warm, **self._partial_fit_options)
         return self
 
     # --------------------------------------------------------------- inference
@@ -132,7 +135,8 @@ class BaseTopicModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEsti
         """
         X = self._check_X(X)
         _warn_empty_documents(X, type(self).__name__)
-        doc_topic = np.asarray(self._transform(X), dtype=np.float64)
+        with thread_scope(self.n_jobs):
+            doc_topic = np.asarray(self._transform(X), dtype=np.float64)
         return doc_topic.astype(X.dtype, copy=False)
 
     def score(self, X, y=None):
@@ -159,7 +163,8 @@ class BaseTopicModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEsti
             raise ValueError(
                 "score needs at least one token: every document of X is empty."
             )
-        return float(self._score_per_token(X))
+        with thread_scope(self.n_jobs):
+            return float(self._score_per_token(X))
 
     def perplexity(self, X):
         """Corpus-level perplexity ``exp(-score(X))`` (lower is better).

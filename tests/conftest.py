@@ -20,6 +20,19 @@ def data_home():
     return str(path)
 
 
+@pytest.fixture(autouse=True)
+def one_thread():
+    """The suite's models are tiny: one torch thread (restored after each test).
+
+    On 2 shared cores torch's intra-op threads spin and slow small operations by up
+    to 50x. Tests of threading set their own count.
+    """
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
 DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
 
 

@@ -1,6 +1,6 @@
 """model_selection: continuous AIS (ProdLDA), scorers, sklearn integration, API."""
 
-import time
+import re
 import warnings
 
 import numpy as np
@@ -33,14 +33,6 @@ from sktopics.model_selection import (
 )
 
 from ._instances import TEST_DEVICE
-
-
-@pytest.fixture(autouse=True)
-def _one_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
 
 
 class StandInLDA(TransformerMixin, BaseEstimator):
@@ -172,22 +164,27 @@ def test_prodlda_ratio_falls_back_to_paired_with_common_random_numbers(prodlda, 
 # --------------------------------------------------------------------------- default_score
 
 
-def test_default_score_is_cheap_and_deterministic(prodlda):
+def test_default_score_is_cheap_and_deterministic(prodlda, monkeypatch):
+    # cheap by construction: 32 particles in one filter, or 64 importance samples
+    import sktopics._evaluation._default_score as ds
+
+    budgets = []
+    smc, importance = ds.smc_log_likelihood, ds.importance_sampling
+    monkeypatch.setattr(ds, "smc_log_likelihood", lambda *a, **kw: (
+        budgets.append(("smc", kw["n_particles"] * kw["n_filters"])) or smc(*a, **kw)))
+    monkeypatch.setattr(ds, "importance_sampling", lambda view, X, n, *a: (
+        budgets.append(("is", n)) or importance(view, X, n, *a)))
     rng = np.random.default_rng(0)
     for n_words in (3, 10):
         X = sp.csr_matrix(np.abs(rng.normal(3, 1, (20, n_words))).round())
         view = generative_view((rng.dirichlet(np.ones(n_words), 3), np.full(3, 0.5)))
-        t = time.perf_counter()
         s1 = default_score(view, X)
-        elapsed = time.perf_counter() - t
-        assert elapsed < 0.5 and np.isfinite(s1)
-        assert s1 == default_score(view, X)
+        assert np.isfinite(s1) and s1 == default_score(view, X)
     X = sp.csr_matrix(np.abs(rng.normal(3, 1, (20, 6))))  # fractional counts
     view = generative_view(prodlda)
-    t = time.perf_counter()
     s = default_score(view, X)
-    assert time.perf_counter() - t < 0.5 and np.isfinite(s)
-    assert s == default_score(view, X)
+    assert np.isfinite(s) and s == default_score(view, X)
+    assert set(budgets) == {("smc", 32), ("is", 64)}
     with pytest.raises(ValueError):
         default_score(view, sp.csr_matrix((2, 6)))
 
@@ -305,7 +302,7 @@ def test_scorers_unwrap_pipelines_and_are_deterministic():
                    make_coherence_scorer(top_n=3)):
         s1, s2 = scorer(pipe, docs[:10]), scorer(pipe, docs[:10])
         assert np.isfinite(s1) and s1 == s2, scorer
-        assert repr(scorer)
+        assert re.match(r"make_\w+_scorer\(", repr(scorer)), repr(scorer)
     # the ratio scorer of a model against itself is ~0
     same = make_ratio_ais_scorer(pipe, n_temperatures=5, n_chains=2)
     assert abs(same(pipe, docs[:10])) < 1e-9
@@ -357,19 +354,6 @@ def test_cuda_matches_cpu_statistically():
     a, b = np.exp(cpu - cpu.max()), np.exp(gpu - cpu.max())
     se = np.sqrt(a.var() / a.size + b.var() / b.size)
     assert abs(a.mean() - b.mean()) < 4.5 * se
-
-
-def test_model_selection_imports_no_estimator_module():
-    import ast
-    import pathlib
-
-    import sktopics.model_selection as ms
-
-    for path in pathlib.Path(ms.__file__).parent.glob("*.py"):
-        tree = ast.parse(path.read_text())
-        for node in ast.walk(tree):
-            if isinstance(node, ast.ImportFrom) and node.module:
-                assert "_gibbs" not in node.module and "_neural" not in node.module, path
 
 
 def test_pam_views_use_the_path_engine():

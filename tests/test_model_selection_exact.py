@@ -20,16 +20,6 @@ from sktopics.model_selection import (
     ratio_ais,
 )
 
-
-@pytest.fixture(autouse=True)
-def _one_thread():
-    # 2 shared cores: torch's intra-op threads spin and slow small ops ~50x.
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
-
-
 # --------------------------------------------------------------------------- exact answers
 
 

@@ -15,13 +15,6 @@ from ._instances import TEST_DEVICE
 FAST = dict(max_iter=3, batch_size=16, hidden_sizes=(16,), device=TEST_DEVICE, random_state=0)
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
 
 @pytest.fixture(scope="module")
 def X():

@@ -24,7 +24,6 @@ in one works the same way.
 
 # %%
 import matplotlib.pyplot as plt
-import torch
 from sklearn.model_selection import GridSearchCV
 
 from sktopics import LDAGibbs
@@ -35,8 +34,6 @@ from sktopics.model_selection import (
     make_ais_scorer,
     ratio_ais,
 )
-
-torch.set_num_threads(1)  # small problems: one thread is fastest
 
 X, true_phi, _ = make_lda_corpus(
     n_samples=240, n_features=60, n_components=4, doc_length=30, random_state=0

@@ -23,7 +23,6 @@ The corpus is synthetic (6 true topics), so that the example runs in seconds.
 import warnings
 
 import matplotlib.pyplot as plt
-import torch
 from sklearn.model_selection import GridSearchCV
 
 from sktopics import LDAGibbs
@@ -36,8 +35,6 @@ from sktopics.model_selection import (
     make_ais_scorer,
     make_left_to_right_scorer,
 )
-
-torch.set_num_threads(1)  # small problems: one thread is fastest
 
 X, _, _ = make_lda_corpus(n_samples=400, n_features=120, n_components=6, doc_length=60,
                           random_state=0)

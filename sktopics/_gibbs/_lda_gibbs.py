@@ -142,6 +142,12 @@ class LDAGibbs(BaseTopicModel):
         ``warm_start`` or ``partial_fit`` the model holds no training data.
     device : {"auto", "cpu", "cuda"} or torch.device, default="auto"
         Where the chain runs. Fitted attributes are numpy arrays either way.
+    n_jobs : int or None, default=None
+        Torch threads used inside ``fit``, ``partial_fit``, ``transform`` and ``score``;
+        the caller's setting is restored afterwards. ``None``: the caller's torch
+        setting, capped at the available cores minus one (a core is left to the rest
+        of the machine; see :ref:`threads`), and 1 in a worker thread; ``-1``: every
+        core; ``k``: ``k`` threads.
     random_state : int, RandomState instance or None, default=None
         Seed of the sampler and of :meth:`transform`. An int gives identical
         results on a given device whatever the number of torch threads.
@@ -187,8 +193,14 @@ class LDAGibbs(BaseTopicModel):
     Notes
     -----
     Count policy: non-integer counts are rounded to the nearest integer with a
-    :class:`~sklearn.exceptions.DataConversionWarning`; documents without
+    :class:`~sklearn.exceptions.DataConversionWarning` (refused when rounding
+    would empty most documents, as for a TF-IDF matrix); documents without
     tokens are allowed.
+
+    ``fit_transform(X)`` is ``fit(X).transform(X)``: proportions inferred with the
+    final topics held fixed. ``doc_topic_`` holds the training chain's own
+    proportions, averaged over the kept states; the two differ by Monte Carlo error
+    and because the topics moved during training.
 
     The parallel sweep is AD-LDA (Newman et al. 2009) with one worker per
     token: each token is drawn exactly from its conditional given the others'
@@ -287,6 +299,7 @@ class LDAGibbs(BaseTopicModel):
         transform_max_iter=100,
         warm_start=False,
         device="auto",
+        n_jobs=None,
         random_state=None,
         verbose=0,
     ):
@@ -305,6 +318,7 @@ class LDAGibbs(BaseTopicModel):
         self.transform_max_iter = transform_max_iter
         self.warm_start = warm_start
         self.device = device
+        self.n_jobs = n_jobs
         self.random_state = random_state
         self.verbose = verbose
 

@@ -98,6 +98,7 @@ class AVITM(NeuralTopicModel):
         warm_start=False,
         callbacks=None,
         device="auto",
+        n_jobs=None,
         random_state=None,
         verbose=0,
     ):
@@ -122,6 +123,7 @@ class AVITM(NeuralTopicModel):
         self.warm_start = warm_start
         self.callbacks = callbacks
         self.device = device
+        self.n_jobs = n_jobs
         self.random_state = random_state
         self.verbose = verbose
 

@@ -47,10 +47,18 @@ callbacks : list of skorch callbacks or None, default=None
 device : {"auto", "cpu", "cuda"}, str or torch.device, default="auto"
     Where to train. ``"auto"`` uses CUDA when available. Fitted attributes
     are numpy arrays and the model pickles to a CPU-only machine.
+n_jobs : int or None, default=None
+    Torch threads used inside ``fit``, ``partial_fit``, ``transform`` and ``score``;
+    the caller's setting is restored afterwards. ``None``: the caller's torch
+    setting, capped at the available cores minus one (a core is left to the rest
+    of the machine; see :ref:`threads`), and 1 in a worker thread; ``-1``: every
+    core; ``k``: ``k`` threads.
 random_state : int, RandomState instance or None, default=None
     Seeds initialisation, batch order, dropout and the reparameterisation
-    noise. An int gives bit-identical fits on CPU. torch's global RNG is left
-    untouched.
+    noise. An int gives bit-identical fits on the CPU for a given number of
+    threads (``n_jobs``); another number of threads changes the order of
+    floating-point sums, so the results differ in the last digits and then
+    drift apart over training. torch's global RNG is left untouched.
 verbose : int, default=0
     ``1`` prints one line per epoch (loss, seconds).
 """

@@ -134,6 +134,7 @@ class MoLDA(PAMTopicModel):
         warm_start=False,
         callbacks=None,
         device="auto",
+        n_jobs=None,
         random_state=None,
         verbose=0,
     ):
@@ -162,6 +163,7 @@ class MoLDA(PAMTopicModel):
         self.warm_start = warm_start
         self.callbacks = callbacks
         self.device = device
+        self.n_jobs = n_jobs
         self.random_state = random_state
         self.verbose = verbose
 

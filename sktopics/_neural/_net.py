@@ -52,6 +52,11 @@ class TopicNet(NeuralNet):
 
     def __getstate__(self):
         state = super().__getstate__()
+        # ``module`` is the template the net was built from, a second copy of every
+        # weight; a fitted net continues from ``module_`` and is never re-initialised
+        # (a new fit builds a new net), so only the template's class is kept.
+        if isinstance(state.get("module"), torch.nn.Module):
+            state["module"] = type(state["module"])
         state["device"] = "cpu"  # skorch then maps every tensor to the CPU on load
         for key in ("iterator_train__device", "iterator_valid__device"):
             if key in state:

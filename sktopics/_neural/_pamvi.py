@@ -521,6 +521,7 @@ class PAMVI(PAMTopicModel):
         warm_start=False,
         callbacks=None,
         device="auto",
+        n_jobs=None,
         random_state=None,
         verbose=0,
     ):
@@ -549,6 +550,7 @@ class PAMVI(PAMTopicModel):
         self.warm_start = warm_start
         self.callbacks = callbacks
         self.device = device
+        self.n_jobs = n_jobs
         self.random_state = random_state
         self.verbose = verbose
 

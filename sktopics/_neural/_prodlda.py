@@ -113,6 +113,7 @@ class ProdLDA(NeuralTopicModel):
         warm_start=False,
         callbacks=None,
         device="auto",
+        n_jobs=None,
         random_state=None,
         verbose=0,
     ):
@@ -137,6 +138,7 @@ class ProdLDA(NeuralTopicModel):
         self.warm_start = warm_start
         self.callbacks = callbacks
         self.device = device
+        self.n_jobs = n_jobs
         self.random_state = random_state
         self.verbose = verbose
 

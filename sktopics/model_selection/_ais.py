@@ -23,7 +23,7 @@ from .._evaluation._views import check_eval_counts, generative_view, latent_of, 
 from .._evaluation._zspace import resolve_kernel, z_ais
 from .._random import root_key
 from ..utils._sklearn_compat import Interval, StrOptions, validate_params
-from ..utils._torch import resolve_device
+from ..utils._torch import resolve_device, threads_from_n_jobs
 from ._results import HeldOutLikelihood
 
 __all__ = ["ais_log_likelihood"]
@@ -49,11 +49,13 @@ def seed_of(random_state):
         "start": [StrOptions({"proposal", "prior"})],
         "target_acceptance": [None, Interval(numbers.Real, 0, 1, closed="neither")],
         "device": [None, str, torch.device],
+        "n_jobs": [None, numbers.Integral],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
     },
     prefer_skip_nested_validation=True,
 )
+@threads_from_n_jobs
 def ais_log_likelihood(
     estimator,
     X,
@@ -69,6 +71,7 @@ def ais_log_likelihood(
     start="proposal",
     target_acceptance=None,
     device="auto",
+    n_jobs=None,
     random_state=None,
     verbose=0,
 ):
@@ -139,6 +142,8 @@ def ais_log_likelihood(
     device : str or torch.device, default="auto"
         Where to compute, as for the estimators (``"auto"``: the current CUDA
         device when there is one).
+    n_jobs : int or None, default=None
+        Torch threads for this call, restored afterwards (see :ref:`threads`).
     random_state : int, RandomState or None, default=None
         Seed. Random numbers are keyed by (seed, document, chain): results do not
         depend on the batch size, and equal seeds give grid candidates common

@@ -19,7 +19,7 @@ from .._evaluation._views import check_eval_counts, generative_view
 from .._evaluation._zspace import resolve_kernel
 from .._random import root_key
 from ..utils._sklearn_compat import Interval, StrOptions, validate_params
-from ..utils._torch import resolve_device
+from ..utils._torch import resolve_device, threads_from_n_jobs
 from ._ais import seed_of
 from ._results import HeldOutLikelihood
 
@@ -47,11 +47,13 @@ def _snapshot_mixture(snapshot, dirichlet_approximation):
         "resample_threshold": [Interval(numbers.Real, 0, 1, closed="both")],
         "dirichlet_approximation": ["boolean"],
         "device": [None, str, torch.device],
+        "n_jobs": [None, numbers.Integral],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
     },
     prefer_skip_nested_validation=True,
 )
+@threads_from_n_jobs
 def iteration_ais(
     snapshots,
     X,
@@ -65,6 +67,7 @@ def iteration_ais(
     resample_threshold=0.5,
     dirichlet_approximation=True,
     device="auto",
+    n_jobs=None,
     random_state=None,
     verbose=0,
 ):
@@ -101,6 +104,8 @@ def iteration_ais(
         As in :func:`ais_log_likelihood` (for snapshots of neural models).
     device : str or torch.device, default="auto"
         Where to compute.
+    n_jobs : int or None, default=None
+        Torch threads for this call, restored afterwards (see :ref:`threads`).
     random_state : int, RandomState or None, default=None
         Seed.
     verbose : int, default=0

@@ -17,7 +17,7 @@ from .._evaluation._smc import require_sequential_mixture, smc_log_likelihood
 from .._evaluation._views import check_eval_counts, generative_view, latent_of, split_pipeline
 from .._random import root_key
 from ..utils._sklearn_compat import Interval, validate_params
-from ..utils._torch import resolve_device
+from ..utils._torch import resolve_device, threads_from_n_jobs
 from ._ais import seed_of
 from ._results import HeldOutLikelihood
 
@@ -34,11 +34,13 @@ __all__ = ["document_completion_log_likelihood", "left_to_right_log_likelihood"]
         "rejuvenate": ["boolean"],
         "dirichlet_approximation": ["boolean"],
         "device": [None, str, torch.device],
+        "n_jobs": [None, numbers.Integral],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
     },
     prefer_skip_nested_validation=True,
 )
+@threads_from_n_jobs
 def left_to_right_log_likelihood(
     estimator,
     X,
@@ -49,6 +51,7 @@ def left_to_right_log_likelihood(
     rejuvenate=False,
     dirichlet_approximation=True,
     device="auto",
+    n_jobs=None,
     random_state=None,
     verbose=0,
 ):
@@ -85,6 +88,8 @@ def left_to_right_log_likelihood(
         since their trained priors cannot be collapsed.
     device : str or torch.device, default="auto"
         Where to compute.
+    n_jobs : int or None, default=None
+        Torch threads for this call, restored afterwards (see :ref:`threads`).
     random_state : int, RandomState or None, default=None
         Seed (token orders and particles are keyed by document).
     verbose : int, default=0
@@ -111,11 +116,13 @@ def left_to_right_log_likelihood(
         "n_filters": [Interval(numbers.Integral, 1, None, closed="left")],
         "dirichlet_approximation": ["boolean"],
         "device": [None, str, torch.device],
+        "n_jobs": [None, numbers.Integral],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
     },
     prefer_skip_nested_validation=True,
 )
+@threads_from_n_jobs
 def document_completion_log_likelihood(
     estimator,
     X,
@@ -125,6 +132,7 @@ def document_completion_log_likelihood(
     n_filters=2,
     dirichlet_approximation=True,
     device="auto",
+    n_jobs=None,
     random_state=None,
     verbose=0,
 ):
@@ -151,6 +159,8 @@ def document_completion_log_likelihood(
         As in :func:`left_to_right_log_likelihood`.
     device : str or torch.device, default="auto"
         Where to compute.
+    n_jobs : int or None, default=None
+        Torch threads for this call, restored afterwards (see :ref:`threads`).
     random_state : int, RandomState or None, default=None
         Seed.
     verbose : int, default=0

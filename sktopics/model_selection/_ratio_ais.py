@@ -43,7 +43,7 @@ from .._evaluation._views import check_eval_counts, generative_view, latent_of, 
 from .._evaluation._zspace import resolve_kernel
 from .._random import root_key
 from ..utils._sklearn_compat import Interval, StrOptions, validate_params
-from ..utils._torch import resolve_device
+from ..utils._torch import resolve_device, threads_from_n_jobs
 from ._ais import ais_log_likelihood, seed_of
 from ._results import ModelComparison
 
@@ -69,11 +69,13 @@ align_topics = _align_topics
         "align_topics": ["boolean"],
         "dirichlet_approximation": ["boolean"],
         "device": [None, str, torch.device],
+        "n_jobs": [None, numbers.Integral],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
     },
     prefer_skip_nested_validation=True,
 )
+@threads_from_n_jobs
 def ratio_ais(
     estimator_a,
     estimator_b,
@@ -91,6 +93,7 @@ def ratio_ais(
     align_topics=True,
     dirichlet_approximation=True,
     device="auto",
+    n_jobs=None,
     random_state=None,
     verbose=0,
 ):
@@ -143,6 +146,8 @@ def ratio_ais(
         its prior approximates (so that it has topic assignments to anneal).
     device : str or torch.device, default="auto"
         Where to compute.
+    n_jobs : int or None, default=None
+        Torch threads for this call, restored afterwards (see :ref:`threads`).
     random_state : int, RandomState or None, default=None
         Seed (random numbers keyed by document and chain, as in
         :func:`ais_log_likelihood`).
@@ -179,7 +184,7 @@ def ratio_ais(
         return _paired(view_a, view_b, X, settings, n_temperatures=n_temperatures,
                        n_chains=n_chains, schedule=schedule, kernel=kernel,
                        dirichlet_approximation=dirichlet_approximation, device=device,
-                       random_state=random_state, verbose=verbose)
+                       n_jobs=n_jobs, random_state=random_state, verbose=verbose)
     X = check_eval_counts(X, view_a.n_features, owner="ratio_ais")
     phi_a, alpha_a = (np.asarray(a, float) for a in mix_a)
     phi_b, alpha_b = (np.asarray(a, float) for a in mix_b)

@@ -108,8 +108,14 @@ class ModelComparison:
         Per-document estimates of the forward run (B -> A) and of the reverse run
         (A -> B, reported as a log-ratio A over B). By Jensen, with exact starts,
         ``E[forward] <= log p_A/p_B <= E[reverse]``.
+    forward_stderr, reverse_stderr : ndarray or None
+        Their per-document Monte Carlo standard errors.
     topic_permutation : ndarray or None
         The permutation applied to B's topics to align them with A's.
+    n_token_updates : int
+        Cost: number of K-way draws made (both runs, starts included).
+    min_ess : float
+        Smallest effective sample size over documents and runs.
     """
 
     per_document: np.ndarray

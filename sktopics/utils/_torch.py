@@ -17,6 +17,9 @@ Two rules keep fitted models portable (see the user guide, "GPUs"):
 
 import contextlib
 import copy
+import functools
+import os
+import threading
 import warnings
 
 import numpy as np
@@ -25,6 +28,9 @@ import torch
 from sklearn.utils import check_random_state
 
 __all__ = [
+    "resolve_n_jobs",
+    "thread_scope",
+    "threads_from_n_jobs",
     "DeviceWarning",
     "available_device",
     "check_deterministic_support",
@@ -169,6 +175,60 @@ def draw_seed(random_state):
     global generator without reseeding it.
     """
     return int(check_random_state(random_state).randint(np.iinfo(np.int32).max))
+
+
+def _available_cores():
+    if hasattr(os, "sched_getaffinity"):
+        return max(1, len(os.sched_getaffinity(0)))
+    return max(1, os.cpu_count() or 1)
+
+
+def resolve_n_jobs(n_jobs):
+    """The number of torch intra-op threads a call with ``n_jobs`` uses.
+
+    ``None``: the caller's torch setting (which joblib's workers lower to their share
+    of the cores), but at most the available cores minus one, so that a call leaves a
+    core to the rest of the machine, and 1 in a thread other than the main one (Dask,
+    joblib's threading backend), where concurrent calls would share the process-wide
+    setting. ``-1``: every available core; ``-k``: all but ``k - 1``; ``k > 0``: ``k``.
+    """
+    cores = _available_cores()
+    if n_jobs is None:
+        if threading.current_thread() is not threading.main_thread():
+            return 1
+        return max(1, min(torch.get_num_threads(), cores - 1))
+    if n_jobs == 0:
+        raise ValueError("n_jobs == 0 has no meaning; use None, a positive int or -1.")
+    return int(n_jobs) if n_jobs > 0 else max(1, cores + 1 + int(n_jobs))
+
+
+@contextlib.contextmanager
+def thread_scope(n_jobs):
+    """Run the block with :func:`resolve_n_jobs` torch threads, then restore the caller's.
+
+    torch's setting is process-wide: it changes only for the duration of the block,
+    and only when it has to.
+    """
+    wanted, before = resolve_n_jobs(n_jobs), torch.get_num_threads()
+    if wanted == before:
+        yield wanted
+        return
+    torch.set_num_threads(wanted)
+    try:
+        yield wanted
+    finally:
+        torch.set_num_threads(before)
+
+
+def threads_from_n_jobs(function):
+    """Decorator: run ``function`` inside ``thread_scope(n_jobs)`` of its keyword ``n_jobs``."""
+
+    @functools.wraps(function)
+    def wrapper(*args, **kwargs):
+        with thread_scope(kwargs.get("n_jobs")):
+            return function(*args, **kwargs)
+
+    return wrapper
 
 
 def make_generator(seed, device="cpu"):

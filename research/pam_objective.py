@@ -27,11 +27,16 @@ are not timings.
 """
 
 import argparse
+import sys
 import time
 import warnings
+from pathlib import Path
 
 import numpy as np
 import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))  # _common, bench_pam
+import _common  # noqa: E402
 from _common import machine, markdown_table, write_results
 from bench_pam import coherence, load, tomotopy_add_docs, tomotopy_topic_word
 
@@ -157,6 +162,7 @@ def main():
     )
     payload = {"args": vars(args), "machine": info, "rows": rows,
                "tomotopy_alpha": alpha.tolist(), "tomotopy_subalpha": subalpha.tolist()}
+    _common.RESULTS = Path(__file__).resolve().parent / "results"  # research/results
     write_results(name, payload,
                   header + markdown_table(rows, columns))
 

@@ -1,4 +1,4 @@
-"""PAMVI diagnostics behind benchmarks/results/pam_diagnosis.md (issue #6).
+"""PAMVI diagnostics behind research/results/pam_diagnosis.md (issue #6).
 
 Usage: ``python benchmarks/pam_diagnostics.py {20ng,nips,bbc} EPOCHS CHUNK '{json}' [label]``.
 The JSON holds PAMVI parameters plus experimental switches applied by patching the
@@ -20,11 +20,13 @@ import json
 import sys
 import time
 import warnings
+from pathlib import Path
 
 import numpy as np
 import torch
 
 torch.set_num_threads(1)
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))  # _common, bench_pam
 from _common import load_pam_corpus
 
 from sktopics import PAMVI, MoLDA

@@ -12,12 +12,16 @@ Usage: ``python benchmarks/pam_references.py [--seed 0] [--iterations 200]``.
 """
 
 import argparse
+import sys
 import time
 import warnings
+from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
 import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))  # _common, bench_pam
 from bench_pam import coherence, load, tomotopy_add_docs, tomotopy_topic_word
 
 from sktopics import PAMVI, LDAGibbs

@@ -54,9 +54,12 @@ import pickle
 import sys
 import time
 import warnings
+from pathlib import Path
 
 import numpy as np
 import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))  # _common, bench_pam
 from _common import load_pam_corpus
 from pam_objective import decoder_at
 from skorch.callbacks import Callback

@@ -15,10 +15,14 @@ The numbers recorded in ``results/neural_variants.md`` were printed by this scri
 
 import argparse
 import json
+import sys
 import time
 import warnings
+from pathlib import Path
 
 import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))  # _common, bench_pam
 from _common import default_data_home
 
 from sktopics import ProdLDA
