@@ -16,8 +16,8 @@ Measures, on the same machine and in the same process (so ratios are meaningful)
 2. **Time to perplexity**: BBC, K = 50 (``--ppl-k``), alpha = 0.1, beta = 0.01, no
    hyper-parameter optimisation. Each system trains in increments (pyrmallet, which
    cannot continue a chain, runs afresh to each checkpoint and is charged that run's
-   time); after each increment the document-completion perplexity (``gibbs.md``
-   section 9, the same code for every system) of the OCTIS test split is computed
+   time); after each increment the document-completion perplexity
+   (``_completion.py``, the same code for every system) of the OCTIS test split is computed
    (evaluation time excluded). Reports the time to reach perplexity 900 and 870.
 3. **Quality at equal sweeps** on 20NG (and NYT with ``--nyt``).
 
@@ -53,9 +53,9 @@ from _common import (  # noqa: E402
     markdown_table,
     write_results,
 )
+from _completion import document_completion_perplexity, split_halves  # noqa: E402
 
 from sktopics import LDAGibbs  # noqa: E402
-from sktopics._gibbs._evaluate import document_completion_perplexity, split_halves  # noqa: E402
 from sktopics._gibbs._infer import CellCorpus, infer_doc_topic  # noqa: E402
 from sktopics.datasets import load_20news_avitm, load_nyt, load_octis  # noqa: E402
 

@@ -1,8 +1,8 @@
 """Reproduce Foulds & Smyth's (UAI 2014) poster experiments with LDAGibbs models.
 
 Corpora: NIPS (``nips_uci_giuseppedib``; the first ``--nips-docs`` test documents of a
-seeded permutation) and 20 Newsgroups (``20news_avitm``, in place of ACL; the 600-document
-test subset of ``evaluation.md`` section 7, drawn among the documents of at most
+seeded permutation) and 20 Newsgroups (``20news_avitm``, in place of ACL; a 600-document
+test subset drawn with a fixed seed among the documents of at most
 ``--ng-max-length`` tokens). Models: :class:`sktopics.LDAGibbs`, K = 50,
 beta = 0.01, ``--fit-sweeps`` sweeps, ``random_state=0``; symmetric alpha = 0.1, and an
 asymmetric alpha learned by Minka's fixed point (every 20 sweeps after sweep 100), its
@@ -130,7 +130,7 @@ def parse():
     p.add_argument("--pilot-S", type=int, default=30,
                    help="temperatures of the sigma pilot (each direction and its start)")
     p.add_argument("--long-lr", type=int, default=200, help="particles of the long LR run")
-    p.add_argument("--speed", action="store_true", help="throughput only (use cpu-timed)")
+    p.add_argument("--speed", action="store_true", help="throughput only (run it on a quiet machine)")
     p.add_argument("--baseline", default=None,
                    help="a checkout of an older commit: --speed and --target also time its "
                         "sktopics, in fresh processes alternating with this one")
@@ -561,8 +561,7 @@ def to_markdown(report, args):
     lines = ["# model_selection: Foulds & Smyth poster reproduction", "",
              ("LDAGibbs models (K = 50, beta = 0.01); estimators at equal cost per budget "
               "(see the script's docstring). Measured on the shared 2-core CPU, one torch "
-              "thread, under `/tmp/bin/cpu-shared` (quality numbers are load-independent; "
-              "seconds are not)."), "",
+              "thread (quality numbers are load-independent; seconds are not)."), "",
              "Settings per corpus: the `settings` entry of its info block.", ""]
     for corpus in ("nips", "20ng"):
         if corpus not in report:

@@ -36,13 +36,13 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from _common import doc_words
+from _common import default_data_home, doc_words
 
 import sktopics
 from sktopics import PAMVI, MoLDA
 from sktopics.metrics import npmi_coherence, topic_diversity
 
-DATA_HOME = os.environ.get("SKTOPICS_DATA", "/work/shared/data")
+DATA_HOME = default_data_home()
 RESULTS = Path(__file__).resolve().parent / "results"
 
 #: (label, sub-topics, super-topics, super-duper-topics, MoLDA components), per the paper.

@@ -7,7 +7,7 @@ paths (``method="ais-z-pam"``), both under the Dirichlets the model's Laplace pr
 approximate, at several budgets. All estimates are stochastic lower bounds in log space
 (unbiased in probability), so a larger budget should raise them until they agree.
 
-Run under ``/tmp/bin/cpu-timed`` (the seconds are reported):
+Run on a quiet machine (the seconds are reported):
 ``python benchmarks/bench_pam_scoring.py``. Results:
 ``benchmarks/results/pam_scoring.{json,md}``.
 """

@@ -21,8 +21,8 @@ The evaluators ask a view, in this order, and use the first capability present:
 2. ``view.path_mixture(approximate=...) -> PathMixture or None`` (two-level PAM):
    ``topic_word`` (T, V), ``root_prior`` (S,), ``subtopic_prior`` (S, T) with zeros
    on absent edges; the per-token latent is a path (s, t), the collapsed conditional
-   ``(n_s + alpha_root_s) (n_st + alpha_st) / (n_s + A_s) * phi[t, w]**b``
-   (``evaluation.md`` section 5).
+   ``(n_s + alpha_root_s) (n_st + alpha_st) / (n_s + A_s) * phi[t, w]**b``, with
+   ``A_s`` the sum of super-topic s's Dirichlet (keep that s-dependent denominator).
 3. Otherwise the continuous engine (HMC over ``h``, ``theta = prior.to_theta(h)``,
    softmax by default), which needs ``prior.gaussian(device, dtype) -> (mean, var)``
    and ``prior.log_prob_h(h)`` for a diagonal logistic-normal prior,

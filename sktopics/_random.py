@@ -3,8 +3,7 @@
 Every random number of sktopics' samplers and evaluators is a pure function of a
 key and integer counters, so the value an element receives does not depend on the
 chunk or batch size, on the number of intra-op threads, or on the device (integer
-arithmetic wraps the same way on CPU and CUDA). This is the "counter-based
-randomness" of ``gibbs.md`` section 6 and ``evaluation.md``.
+arithmetic wraps the same way on CPU and CUDA).
 
 * :func:`stream_key` / :func:`counter_uniform`: the SplitMix64 finaliser applied to
   a 64-bit counter (the Gibbs sweeps: 24-bit float32 uniforms).

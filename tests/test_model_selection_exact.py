@@ -1,4 +1,4 @@
-"""model_selection estimators against exact enumeration (evaluation.md section 8).
+"""model_selection estimators against exact enumeration of every topic assignment.
 
 The sharpest test is unbiasedness *in probability*: exp(estimate - exact) has mean 1.
 Each document is repeated many times with one chain (rows are keyed independently),
@@ -39,7 +39,7 @@ def exact_log_likelihood(phi, alpha, words):
 
 
 def dp_log_likelihood(phi, alpha, words):
-    """The count-vector dynamic programme of evaluation.md section 3.1."""
+    """log p(w) by dynamic programming over the topic-count vectors (exact, tiny K and N)."""
     phi, alpha = np.asarray(phi, float), np.asarray(alpha, float)
     n_topics, a = phi.shape[0], alpha.sum()
     states = {tuple([0] * n_topics): 1.0}

@@ -2,7 +2,7 @@
 
 The root's and every super-topic's distributions are collapsed, so a path's
 conditional given the other tokens is a product of two Polya urns
-(:class:`PAMPathPredictive`, ``evaluation.md`` section 5). Path AIS
+(:class:`PAMPathPredictive`; the model-selection guide, "Left-to-right"). Path AIS
 (:class:`PAMZPath`) anneals the word factor from the prior; the left-to-right
 filter (:mod:`._smc`) uses the same urn.
 """

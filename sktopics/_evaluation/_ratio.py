@@ -59,7 +59,8 @@ def embed_smaller_model(phi_small, alpha_small, phi_large):
     Topics of the small model are matched to the large model's (Hungarian on the
     Hellinger distance); for each unmatched large topic, the small topic closest to
     it is duplicated and the Dirichlet mass of its copies is split in halves. By
-    Dirichlet aggregation p(w | model) is unchanged (evaluation.md section 3.5).
+    Dirichlet aggregation (the copies' proportions sum to a Dirichlet with the
+    summed mass) p(w | model) is unchanged.
     Returns ``(phi, alpha)`` with ``K_l`` rows, row k aligned with large topic k.
     """
     phi_small = np.asarray(phi_small, float)

@@ -17,7 +17,7 @@ Three transition kernels act on a :class:`~sktopics._gibbs._state.GibbsState`:
     token of the same word / document, or a prior draw). Acceptance ratios use
     the counts with the token excluded for the target and the counts the
     proposal was really drawn from for ``q``, so every step leaves the token's
-    frozen-count full conditional invariant (``gibbs.md`` section 6b).
+    frozen-count full conditional invariant (the Gibbs guide, "Samplers").
 ``sequential_sweep``
     Exact collapsed Gibbs (Griffiths & Steyvers 2004), token by token, with the
     counts updated after every token. Its stationary distribution is the

@@ -1,4 +1,4 @@
-"""Document-completion held-out log-likelihood (``gibbs.md`` section 9).
+"""Document-completion held-out log-likelihood: the Gibbs benchmark's common protocol.
 
 1. Split each document's tokens at random into two halves (fixed seed).
 2. Floor the topic-word matrix at 1e-12 and renormalise its rows.
@@ -7,8 +7,9 @@
 4. Return the log-likelihood ``sum log sum_k theta_dk phi_kw`` of the second-half
    tokens and their number.
 
-The same function scores every system in the benchmark, so the numbers are
-comparable. Maths only: numpy, scipy and torch, never scikit-learn.
+The same function scores every system in ``bench_gibbs.py`` (sktopics, tomotopy,
+Mallet, lda), so the numbers are comparable. It is a benchmark helper, not part of the
+package: users have :func:`sktopics.model_selection.document_completion_log_likelihood`.
 """
 
 import numpy as np
