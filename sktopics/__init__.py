@@ -3,8 +3,8 @@
 Estimators: :class:`LDAGibbs` (collapsed Gibbs), :class:`AVITM`, :class:`ProdLDA`
 (autoencoding variational inference), :class:`PAMVI` and :class:`MoLDA` (amortised
 inference for Pachinko allocation), with :func:`top_words`. Submodules
-:mod:`sktopics.metrics`, :mod:`sktopics.datasets`, :mod:`sktopics.model_selection` and
-:mod:`sktopics.pam` load on first use.
+:mod:`sktopics.metrics`, :mod:`sktopics.datasets`, :mod:`sktopics.model_selection`,
+:mod:`sktopics.inspection` and :mod:`sktopics.pam` load on first use.
 """
 
 import importlib
@@ -18,7 +18,7 @@ from ._topwords import top_words
 
 __version__ = "0.1.0"
 
-_SUBMODULES = ("datasets", "metrics", "model_selection", "pam", "utils")
+_SUBMODULES = ("datasets", "inspection", "metrics", "model_selection", "pam", "utils")
 
 __all__ = [
     "AVITM", "LDAGibbs", "MoLDA", "PAMVI", "ProdLDA", "top_words", "__version__", *_SUBMODULES

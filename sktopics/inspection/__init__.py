@@ -1,0 +1,17 @@
+"""Looking at fitted topic models: displays, reports and exports.
+
+* :class:`TopicWordsDisplay`: each topic's top words with their weights, as bar panels;
+* :func:`topic_report`: one row per topic (top words, weights, prevalence, NPMI,
+  distinct share), a pandas DataFrame when pandas is installed;
+* :func:`to_pyldavis`: the keyword arguments of ``pyLDAvis.prepare``.
+
+The displays follow scikit-learn's conventions (``from_estimator``, ``plot(ax=...)``,
+``figure_`` and ``ax_``); matplotlib is imported only when a picture is drawn and is
+not a dependency of sktopics (``pip install "sktopics[plot]"``).
+"""
+
+from ._pyldavis import to_pyldavis
+from ._report import topic_report
+from ._topic_words import TopicWordsDisplay
+
+__all__ = ["TopicWordsDisplay", "to_pyldavis", "topic_report"]

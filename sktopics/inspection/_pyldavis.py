@@ -1,0 +1,56 @@
+"""The keyword arguments of ``pyLDAvis.prepare`` for any sktopics model or Pipeline."""
+
+import numpy as np
+import scipy.sparse as sp
+
+from .._topwords import _vocabulary_of
+from ._common import as_dense_rowsums, model_and_counts, topic_word_of
+
+__all__ = ["to_pyldavis"]
+
+
+def to_pyldavis(estimator, X, *, feature_names=None):
+    """Everything ``pyLDAvis.prepare`` needs, for a fitted model and a corpus.
+
+    ``pyLDAvis.prepare(**to_pyldavis(pipe, texts))`` shows the model in pyLDAvis;
+    sktopics does not depend on pyLDAvis.
+
+    Parameters
+    ----------
+    estimator : fitted sktopics estimator or Pipeline ending in one
+        A Pipeline's leading steps turn ``X`` into counts and give the vocabulary.
+    X : {array-like, sparse matrix} of shape (n_samples, n_features), or raw
+        documents for a Pipeline
+        The corpus the picture describes (often the training corpus).
+    feature_names : array-like of str or None, default=None
+        Explicit vocabulary (else the vectorizer's, else the model's
+        ``feature_names_in_``, else word indices as strings).
+
+    Returns
+    -------
+    kwargs : dict
+        ``topic_term_dists`` (n_topics, n_features), ``doc_topic_dists``
+        (n_samples, n_topics), ``doc_lengths`` (n_samples,), ``vocab``
+        (n_features,) and ``term_frequency`` (n_features,), as pyLDAvis documents
+        them: rows of the two distributions sum to 1, lengths and frequencies are
+        token counts of ``X``.
+    """
+    model, counts = model_and_counts(estimator, X)
+    doc_topic = np.asarray(estimator.transform(X), dtype=np.float64)
+    counts = sp.csr_matrix(counts, dtype=np.float64)
+    if feature_names is None:
+        feature_names = _vocabulary_of(estimator)
+    topic_word = topic_word_of(model)
+    if feature_names is None:
+        feature_names = [str(w) for w in range(topic_word.shape[1])]
+    vocab = [str(w) for w in feature_names]
+    if len(vocab) != topic_word.shape[1]:
+        raise ValueError(f"feature_names has {len(vocab)} entries but the model has "
+                         f"{topic_word.shape[1]} words.")
+    return {
+        "topic_term_dists": topic_word,
+        "doc_topic_dists": doc_topic / doc_topic.sum(axis=1, keepdims=True),
+        "doc_lengths": as_dense_rowsums(counts, axis=1),
+        "vocab": vocab,
+        "term_frequency": as_dense_rowsums(counts, axis=0),
+    }

@@ -1,0 +1,101 @@
+"""sktopics.inspection: displays, the topic report and the pyLDAvis export (issue #23)."""
+
+import builtins
+
+import matplotlib
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.feature_extraction.text import CountVectorizer
+from sklearn.pipeline import make_pipeline
+
+from sktopics import LDAGibbs, top_words
+from sktopics.inspection import TopicWordsDisplay, to_pyldavis, topic_report
+from sktopics.metrics import npmi_coherence
+
+matplotlib.use("Agg")
+
+WORDS = ["apple", "banana", "cherry", "grape", "melon", "peach", "plum", "lime"]
+TEXTS = [" ".join(WORDS[(i + j) % 4 + 4 * (i % 2)] for j in range(12)) for i in range(40)]
+
+
+@pytest.fixture(scope="module")
+def pipe():
+    return make_pipeline(CountVectorizer(), LDAGibbs(2, max_iter=30, device="cpu",
+                                                     random_state=0)).fit(TEXTS)
+
+
+def test_topic_words_display_draws_the_top_words_and_their_weights(pipe):
+    import matplotlib.pyplot as plt
+
+    display = TopicWordsDisplay.from_estimator(pipe, top_n=3)
+    words, weights = top_words(pipe, 3, return_weights=True)
+    assert display.words == words and display.figure_ is not None and len(display.ax_) == 2
+    for k, panel in enumerate(display.ax_):
+        bars = sorted(panel.patches, key=lambda b: -b.get_y())  # the top bar first
+        np.testing.assert_allclose([b.get_width() for b in bars], weights[k])
+        ticks = zip(panel.get_yticks(), [t.get_text() for t in panel.get_yticklabels()])
+        assert [label for _, label in sorted(ticks, reverse=True)] == words[k]  # top first
+    fig, axes = plt.subplots(1, 1)
+    one = TopicWordsDisplay.from_estimator(pipe, topics=[1], top_n=2, ax=[axes])
+    assert one.figure_ is fig and one.ax_[0].get_title() == "topic 1"
+    with pytest.raises(ValueError, match="Axes"):
+        TopicWordsDisplay.from_estimator(pipe, ax=[axes])
+    plt.close("all")
+
+
+def test_a_missing_matplotlib_is_a_clear_error(pipe, monkeypatch):
+    real_import = builtins.__import__
+
+    def no_matplotlib(name, *args, **kwargs):
+        if name.startswith("matplotlib"):
+            raise ImportError("no matplotlib")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_matplotlib)
+    with pytest.raises(ImportError, match=r"sktopics\[plot\]"):
+        TopicWordsDisplay.from_estimator(pipe)
+
+
+def test_topic_report_records_and_values(pipe, monkeypatch):
+    real_import = builtins.__import__
+    monkeypatch.setattr(builtins, "__import__", lambda name, *a, **kw: (
+        (_ for _ in ()).throw(ImportError()) if name == "pandas" else real_import(name, *a, **kw)))
+    rows = topic_report(pipe, TEXTS, top_n=4, X_ref=TEXTS)
+    assert [r["topic"] for r in rows] == [0, 1]
+    words, weights = top_words(pipe, 4, return_weights=True)
+    assert [r["top_words"] for r in rows] == words
+    np.testing.assert_allclose([r["weights"] for r in rows], weights)
+    assert sum(r["prevalence"] for r in rows) == pytest.approx(1.0)
+    counts = pipe[0].transform(TEXTS)
+    expected = npmi_coherence(pipe[-1], counts, top_n=4).per_topic
+    np.testing.assert_allclose([r["npmi"] for r in rows], expected)
+    assert all(0 <= r["distinct"] <= 1 for r in rows)
+    assert "prevalence" not in topic_report(pipe, top_n=4)[0]
+
+
+def test_topic_report_is_a_dataframe_with_pandas(pipe):
+    pd = pytest.importorskip("pandas")
+    report = topic_report(pipe, TEXTS, top_n=3)
+    assert isinstance(report, pd.DataFrame) and list(report.index) == [0, 1]
+    assert {"top_words", "weights", "distinct", "prevalence"} <= set(report.columns)
+
+
+def test_to_pyldavis_follows_its_contract(pipe):
+    kwargs = to_pyldavis(pipe, TEXTS)
+    counts = pipe[0].transform(TEXTS)
+    assert set(kwargs) == {"topic_term_dists", "doc_topic_dists", "doc_lengths", "vocab",
+                           "term_frequency"}
+    np.testing.assert_allclose(kwargs["topic_term_dists"].sum(1), 1.0)
+    np.testing.assert_allclose(kwargs["doc_topic_dists"].sum(1), 1.0)
+    np.testing.assert_array_equal(kwargs["doc_lengths"], np.asarray(counts.sum(1)).ravel())
+    np.testing.assert_array_equal(kwargs["term_frequency"], np.asarray(counts.sum(0)).ravel())
+    assert kwargs["vocab"] == list(pipe[0].get_feature_names_out())
+    model_only = to_pyldavis(pipe[-1], sp.csr_matrix(counts))
+    assert model_only["vocab"] == [str(i) for i in range(counts.shape[1])]
+
+
+def test_pyldavis_accepts_the_export(pipe):
+    pyLDAvis = pytest.importorskip("pyLDAvis")
+    prepared = pyLDAvis.prepare(**to_pyldavis(pipe, TEXTS), sort_topics=False, n_jobs=1)
+    assert len(prepared.topic_coordinates) == 2
