@@ -99,3 +99,25 @@ def test_pyldavis_accepts_the_export(pipe):
     pyLDAvis = pytest.importorskip("pyLDAvis")
     prepared = pyLDAvis.prepare(**to_pyldavis(pipe, TEXTS), sort_topics=False, n_jobs=1)
     assert len(prepared.topic_coordinates) == 2
+
+
+def test_pam_hierarchy_display_draws_every_node_and_the_strongest_edges():
+    import matplotlib.pyplot as plt
+
+    from sktopics import PAMVI, MoLDA, ProdLDA
+    from sktopics.datasets import make_pam_corpus
+    from sktopics.inspection import PAMHierarchyDisplay
+
+    X, _, _ = make_pam_corpus(n_samples=60, n_features=25, structure=(2, 6), random_state=0)
+    fast = dict(max_iter=2, batch_size=20, hidden_sizes=(8,), device="cpu", random_state=0)
+    for model in (PAMVI((2, 6), **fast).fit(X), MoLDA(component_sizes=(2, 4), **fast).fit(X)):
+        n_super, n_sub = model.level_weights_[1].shape
+        display = PAMHierarchyDisplay.from_estimator(model, top_n=3, max_edges=2)
+        texts = [t.get_text() for t in display.ax_.texts]
+        assert sum(t.split(":")[0] in {str(k) for k in range(n_sub)} for t in texts) >= n_sub
+        assert "root" in texts
+        assert len(display.ax_.lines) <= n_super + 2 * n_super  # root edges + strongest
+        assert all(len(label.split(": ")[1].split()) == 3 for label in display.sub_labels)
+    with pytest.raises(ValueError, match="two-level PAM"):
+        PAMHierarchyDisplay.from_estimator(ProdLDA(n_components=3, **fast).fit(X))
+    plt.close("all")

@@ -16,6 +16,7 @@ import numpy as np
 
 from sktopics import PAMVI, MoLDA
 from sktopics.datasets import load_bbc_news
+from sktopics.inspection import PAMHierarchyDisplay
 from sktopics.metrics import npmi_coherence, topic_diversity
 
 train = load_bbc_news(subset="train")
@@ -39,37 +40,14 @@ for s in range(3):
         print(f"    {weight:.2f}  sub-topic {k:2d}: {sub_words[k]}")
 
 # %%
-# The learned hierarchy. Edge width is ``sub_topic_weights_[s, k]``, the share of
-# the training tokens routed through super-topic ``s`` that continue to sub-topic
-# ``k``; only edges above 1/12 (uniform) are drawn. Super-topic labels are the
-# words their sub-topics put most weight on.
-weights = pam.sub_topic_weights_
-super_words = weights @ pam.components_
-fig, ax = plt.subplots(figsize=(12, 6))
-x_super = np.linspace(0.15, 0.85, 3)
-x_sub = np.linspace(0.03, 0.97, 12)
-order = np.argsort(np.argmax(weights, axis=0) + 0.01 * np.arange(12), kind="stable")
-position = {k: x_sub[i] for i, k in enumerate(order)}
-for s in range(3):
-    for k in range(12):
-        if weights[s, k] > 1 / 12:
-            ax.plot([x_super[s], position[k]], [0.8, 0.35], color=f"C{s}",
-                    linewidth=12 * weights[s, k], alpha=0.7)
-    label = "\n".join(vocabulary[np.argsort(-super_words[s])[:3]])
-    ax.text(x_super[s], 0.8, f"super {s}\n{label}", ha="center", va="bottom",
-            bbox=dict(boxstyle="round", facecolor=f"C{s}", alpha=0.3))
-for k in range(12):
-    ax.text(position[k], 0.33, f"{k}\n" + "\n".join(sub_words[k].split()), ha="center",
-            va="top", fontsize=8, bbox=dict(boxstyle="round", facecolor="white"))
-ax.text(0.5, 0.98, "root", ha="center", va="top", fontsize=12)
-for s in range(3):
-    ax.plot([0.5, x_super[s]], [0.93, 0.9], color="grey",
-            linewidth=12 * pam.level_weights_[0][0, s])
-ax.set_xlim(0, 1)
-ax.set_ylim(0, 1)
-ax.axis("off")
-ax.set_title("PAMVI on BBC News: super-topics and their sub-topics")
-fig.tight_layout()
+# The learned hierarchy (:class:`~sktopics.inspection.PAMHierarchyDisplay`). Edge
+# width is ``sub_topic_weights_[s, k]``, the share of the training tokens routed
+# through super-topic ``s`` that continue to sub-topic ``k``; only edges above 1/12
+# (uniform) are drawn. Super-topic labels are the words their sub-topics put most
+# weight on.
+display = PAMHierarchyDisplay.from_estimator(pam, feature_names=vocabulary)
+display.ax_.set_title("PAMVI on BBC News: super-topics and their sub-topics")
+display.figure_.tight_layout()
 
 # %%
 # Super-topic proportions of held-out documents, by section
