@@ -84,6 +84,7 @@ class BaseTopicModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEsti
         self.device_ = resolve_device(self.device)
         with thread_scope(self.n_jobs):
             self._fit(X, draw_seed(self.random_state), warm=warm)
+        self._record_training_size(X)
         return self
 
     def partial_fit(self, X, y=None):
@@ -115,6 +116,7 @@ class BaseTopicModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEsti
             self.device_ = resolve_device(self.device)
         with thread_scope(self.n_jobs):
             self._fit(X, draw_seed(self.random_state), warm=warm, **self._partial_fit_options)
+        self._record_training_size(X)
         return self
 
     # --------------------------------------------------------------- inference
@@ -179,6 +181,11 @@ class BaseTopicModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEsti
         perplexity : float
         """
         return float(np.exp(-self.score(X)))
+
+    def _record_training_size(self, X):
+        """``n_train_tokens_`` / ``n_train_documents_``: per-token training curves need them."""
+        self.n_train_tokens_ = float(X.sum())
+        self.n_train_documents_ = int(X.shape[0])
 
     def _warn_more_topics_than_words(self, X):
         n_topics = getattr(self, "n_components", None)

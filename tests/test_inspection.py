@@ -121,3 +121,33 @@ def test_pam_hierarchy_display_draws_every_node_and_the_strongest_edges():
     with pytest.raises(ValueError, match="two-level PAM"):
         PAMHierarchyDisplay.from_estimator(ProdLDA(n_components=3, **fast).fit(X))
     plt.close("all")
+
+
+def test_training_curves_are_per_token_with_a_held_out_curve():
+    import matplotlib.pyplot as plt
+
+    from sktopics import ProdLDA
+    from sktopics.datasets import make_lda_corpus
+    from sktopics.inspection import TrainingCurveDisplay
+    from sktopics.model_selection import iteration_ais
+
+    X, _, _ = make_lda_corpus(n_samples=60, n_features=30, n_components=3, random_state=0)
+    gibbs = LDAGibbs(3, max_iter=20, evaluate_every=5, snapshot_interval=10, device="cpu",
+                     random_state=0).fit(X)
+    held_out = iteration_ais(gibbs, X[:10], n_chains=2, n_start_temperatures=10,
+                             n_segment_temperatures=3, random_state=0)
+    display = TrainingCurveDisplay.from_estimator(gibbs, held_out=held_out)
+    x, y = display.curves["training: log p(w, z) per token"]
+    np.testing.assert_allclose(y, gibbs.log_likelihood_trace_ / X.sum())
+    assert gibbs.n_train_tokens_ == X.sum() and len(display.ax_.lines) >= 2
+    np.testing.assert_allclose(display.held_out[1], [r.per_token for r in held_out])
+    with pytest.raises(ValueError, match="held_out_at"):
+        TrainingCurveDisplay.from_estimator(gibbs, held_out=held_out[:1])
+    neural = ProdLDA(n_components=3, max_iter=4, batch_size=20, hidden_sizes=(8,),
+                     validation_fraction=0.2, device="cpu", random_state=0).fit(X)
+    curves = TrainingCurveDisplay.from_estimator(neural).curves
+    length = X.sum() / X.shape[0]
+    np.testing.assert_allclose(curves["training: ELBO per token"][1],
+                               -np.asarray(neural.history_[:, "train_loss"]) / length)
+    assert "validation: ELBO per token" in curves
+    plt.close("all")

@@ -14,6 +14,7 @@ import numpy as np
 
 from sktopics import LDAGibbs, top_words
 from sktopics.datasets import load_bbc_news
+from sktopics.inspection import TrainingCurveDisplay
 
 train = load_bbc_news(subset="train")
 test = load_bbc_news(subset="test")
@@ -24,7 +25,7 @@ print(f"{X_train.shape[0]} documents, {X_train.shape[1]} words, "
 # %%
 # Fit 20 topics with the fully parallel sampler. ``optimize_interval=10`` learns an
 # asymmetric ``alpha`` (and a symmetric ``beta``) every 10 sweeps after ``burn_in``;
-# ``components_`` averages the last ``n_samples`` states.
+# ``components_`` averages the last ``n_kept_samples`` states.
 model = LDAGibbs(
     n_components=20,
     max_iter=100,
@@ -38,17 +39,13 @@ model = LDAGibbs(
 ).fit(X_train)
 
 # %%
-# The joint log-likelihood ``log p(w, z)`` per token rises quickly, then levels off.
+# Left: the joint log-likelihood ``log p(w, z)`` per token rises quickly, then levels
+# off (:class:`~sktopics.inspection.TrainingCurveDisplay`). Right: the learned
+# ``alpha`` is far from symmetric: a few broad topics appear in many documents, many
+# specific ones in few.
 fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 3.5))
-n_tokens = X_train.sum()
-ax1.plot(model.log_likelihood_sweeps_, model.log_likelihood_trace_ / n_tokens, "o-", ms=3)
-ax1.set_xlabel("sweep")
-ax1.set_ylabel("log p(w, z) per token")
+TrainingCurveDisplay.from_estimator(model, ax=ax1)
 ax1.set_title("Gibbs chain")
-
-# %%
-# The learned ``alpha`` is far from symmetric: a few broad topics appear in many
-# documents, many specific ones in few.
 order = np.argsort(model.doc_topic_prior_)[::-1]
 ax2.bar(np.arange(20), model.doc_topic_prior_[order])
 ax2.set_xlabel("topic (sorted)")

@@ -166,6 +166,11 @@ class LDAGibbs(BaseTopicModel):
         The (learned) ``beta``.
     log_likelihood_trace_ : ndarray of shape (n_evaluations,)
         Joint ``log p(w, z)`` of the training state at the recorded sweeps.
+    n_train_tokens_ : float
+        Tokens of the last ``fit`` / ``partial_fit`` data: ``log_likelihood_trace_
+        / n_train_tokens_`` is the per-token curve.
+    n_train_documents_ : int
+        Documents of the last ``fit`` / ``partial_fit`` data.
     log_likelihood_sweeps_ : ndarray of shape (n_evaluations,)
         The sweep number (cumulative, from 1) of each trace entry.
     doc_topic_ : ndarray of shape (n_samples_train, n_components)

@@ -83,6 +83,10 @@ n_features_in_ : int
     Number of words seen during fit.
 feature_names_in_ : ndarray of shape (`n_features_in_`,)
     Names of the words seen during fit, when ``X`` had string column names.
+n_train_tokens_ : float
+    Tokens of the last ``fit`` / ``partial_fit`` data (for per-token curves).
+n_train_documents_ : int
+    Documents of the last ``fit`` / ``partial_fit`` data.
 """
 
 COUNT_POLICY = """

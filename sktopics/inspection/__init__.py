@@ -2,6 +2,8 @@
 
 * :class:`TopicWordsDisplay`: each topic's top words with their weights, as bar panels;
 * :class:`PAMHierarchyDisplay`: a two-level PAM's DAG (PAMVI, MoLDA) with its words;
+* :class:`TrainingCurveDisplay`: the training objective per token, with a held-out
+  curve when there is one;
 * :func:`topic_report`: one row per topic (top words, weights, prevalence, NPMI,
   distinct share), a pandas DataFrame when pandas is installed;
 * :func:`to_pyldavis`: the keyword arguments of ``pyLDAvis.prepare``.
@@ -11,9 +13,16 @@ The displays follow scikit-learn's conventions (``from_estimator``, ``plot(ax=..
 not a dependency of sktopics (``pip install "sktopics[plot]"``).
 """
 
+from ._curves import TrainingCurveDisplay
 from ._pam import PAMHierarchyDisplay
 from ._pyldavis import to_pyldavis
 from ._report import topic_report
 from ._topic_words import TopicWordsDisplay
 
-__all__ = ["PAMHierarchyDisplay", "TopicWordsDisplay", "to_pyldavis", "topic_report"]
+__all__ = [
+    "PAMHierarchyDisplay",
+    "TopicWordsDisplay",
+    "TrainingCurveDisplay",
+    "to_pyldavis",
+    "topic_report",
+]
