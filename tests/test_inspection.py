@@ -151,3 +151,34 @@ def test_training_curves_are_per_token_with_a_held_out_curve():
                                -np.asarray(neural.history_[:, "train_loss"]) / length)
     assert "validation: ELBO per token" in curves
     plt.close("all")
+
+
+def test_evaluation_displays():
+    import matplotlib.pyplot as plt
+
+    from sktopics.inspection import AISConvergenceDisplay, ComparisonDisplay
+    from sktopics.model_selection import (
+        ModelComparison,
+        ais_log_likelihood,
+        left_to_right_log_likelihood,
+    )
+
+    rng = np.random.default_rng(0)
+    model = (rng.dirichlet(np.ones(12), 3), 0.5)
+    X = rng.poisson(1.0, (15, 12))
+    reference = left_to_right_log_likelihood(model, X, n_particles=50, random_state=0)
+    display = AISConvergenceDisplay.from_estimator(model, X, temperatures=[2, 20],
+                                                   n_chains=3, reference=reference)
+    again = ais_log_likelihood(model, X, n_temperatures=20, n_chains=3, random_state=0)
+    assert display.estimates[1] == pytest.approx(again.per_token)
+    assert display.reference == pytest.approx(reference.per_token)
+    n = np.array([10.0, 20.0, 40.0])
+    cmp = ModelComparison(per_document=np.array([2.0, -1.0, 4.0]), per_document_stderr=np.ones(3),
+                          n_tokens=n, method="ratio-ais", forward=np.array([1.5, -1.5, 3.5]),
+                          reverse=np.array([2.5, -0.5, 4.5]))
+    shown = ComparisonDisplay.from_comparison(cmp)
+    points = np.vstack([c.get_offsets() for c in shown.ax_.collections if c.get_offsets().size])
+    points = points[points[:, 0].argsort()]
+    np.testing.assert_allclose(points[-3:], np.c_[n, cmp.per_document / n])  # the documents
+    assert "A better (2)" in [t.get_text() for t in shown.ax_.get_legend().get_texts()]
+    plt.close("all")

@@ -28,8 +28,8 @@ from sklearn.model_selection import GridSearchCV
 
 from sktopics import LDAGibbs
 from sktopics.datasets import make_lda_corpus
+from sktopics.inspection import AISConvergenceDisplay, ComparisonDisplay
 from sktopics.model_selection import (
-    ais_log_likelihood,
     left_to_right_log_likelihood,
     make_ais_scorer,
     ratio_ais,
@@ -62,22 +62,9 @@ print("best:", grid.best_params_)
 # Each point is the corpus per-token estimate with its Monte Carlo standard error.
 # The left-to-right estimate (many particles) is the reference line.
 model = grid.best_estimator_
-temperatures = [1, 3, 10, 30, 100, 300]  # x 8 chains
-estimates, errors = [], []
-for s in temperatures:
-    res = ais_log_likelihood(model, X_test, n_temperatures=s, n_chains=8, random_state=0)
-    estimates.append(res.per_token)
-    errors.append(res.stderr / res.n_tokens.sum())
 reference = left_to_right_log_likelihood(model, X_test, n_particles=200, random_state=0)
-
-fig, ax = plt.subplots(figsize=(6, 4))
-ax.errorbar(temperatures, estimates, yerr=errors, marker="o", label="AIS (8 chains)")
-ax.axhline(reference.per_token, color="k", ls="--", label="left-to-right, 200 particles")
-ax.set_xscale("log")
-ax.set_xlabel("number of temperatures")
-ax.set_ylabel("held-out log-likelihood (nats/token)")
-ax.legend()
-fig.tight_layout()
+AISConvergenceDisplay.from_estimator(model, X_test, temperatures=[1, 3, 10, 30, 100, 300],
+                                     n_chains=8, reference=reference)
 
 # %%
 # Comparing two models with ratio-AIS
@@ -94,4 +81,10 @@ cmp = ratio_ais(model_a, model_b, X_test, path="geometric", direction="both",
                 n_temperatures=300, n_chains=4, random_state=0)
 print(cmp)
 print("perplexity ratio A/B from the forward and the reverse run:", cmp.bracket())
+
+# %%
+# Document by document (:class:`~sktopics.inspection.ComparisonDisplay`): each
+# point is a test document's log-ratio per token, a grey segment joins its forward
+# and reverse estimates.
+ComparisonDisplay.from_comparison(cmp)
 plt.show()

@@ -4,6 +4,8 @@
 * :class:`PAMHierarchyDisplay`: a two-level PAM's DAG (PAMVI, MoLDA) with its words;
 * :class:`TrainingCurveDisplay`: the training objective per token, with a held-out
   curve when there is one;
+* :class:`AISConvergenceDisplay`, :class:`ComparisonDisplay`: AIS against its budget,
+  and a ratio-AIS comparison document by document;
 * :func:`topic_report`: one row per topic (top words, weights, prevalence, NPMI,
   distinct share), a pandas DataFrame when pandas is installed;
 * :func:`to_pyldavis`: the keyword arguments of ``pyLDAvis.prepare``.
@@ -14,12 +16,15 @@ not a dependency of sktopics (``pip install "sktopics[plot]"``).
 """
 
 from ._curves import TrainingCurveDisplay
+from ._evaluation import AISConvergenceDisplay, ComparisonDisplay
 from ._pam import PAMHierarchyDisplay
 from ._pyldavis import to_pyldavis
 from ._report import topic_report
 from ._topic_words import TopicWordsDisplay
 
 __all__ = [
+    "AISConvergenceDisplay",
+    "ComparisonDisplay",
     "PAMHierarchyDisplay",
     "TopicWordsDisplay",
     "TrainingCurveDisplay",
