@@ -17,6 +17,7 @@ from sklearn.pipeline import make_pipeline
 
 from sktopics import ProdLDA, top_words
 from sktopics.datasets import load_bbc_news
+from sktopics.inspection import TopicWordsDisplay
 from sktopics.metrics import npmi_coherence, topic_diversity
 
 train = load_bbc_news(subset="train")
@@ -57,17 +58,12 @@ ax.set_title("ProdLDA document-topic proportions")
 fig.tight_layout()
 
 # %%
-# The top words of each topic, as bars of their decoder weight ``beta_`` (ProdLDA's
-# topics are unnormalised experts; ``components_ = softmax(beta_)`` ranks the same).
-vocabulary = pipe[0].get_feature_names_out()
-fig, axes = plt.subplots(2, 5, figsize=(12, 5), sharex=True)
-for k, ax in enumerate(axes.ravel()):
-    top = np.argsort(-model.beta_[k])[:6][::-1]
-    ax.barh(vocabulary[top], model.beta_[k, top], color="tab:blue")
-    ax.set_title(f"topic {k}", fontsize=10)
-    ax.tick_params(labelsize=8)
-fig.suptitle("ProdLDA topics on BBC News")
-fig.tight_layout()
+# The top words of each topic with their probabilities
+# (:class:`~sktopics.inspection.TopicWordsDisplay`; the vocabulary comes from the
+# pipeline's vectorizer).
+display = TopicWordsDisplay.from_estimator(pipe, top_n=6)
+display.figure_.suptitle("ProdLDA topics on BBC News")
+display.figure_.tight_layout()
 
 # %%
 # The ``"diverse"`` preset against the faithful AVITM defaults (dropout 0.6 on theta,
