@@ -4,7 +4,7 @@ import numpy as np
 
 from ..utils._validation import check_topic_word
 
-__all__ = ["check_matplotlib", "model_and_counts", "topic_word_of"]
+__all__ = ["axes_for", "check_matplotlib", "finished", "model_and_counts", "topic_word_of"]
 
 
 def check_matplotlib(caller):
@@ -17,6 +17,21 @@ def check_matplotlib(caller):
             'pip install "sktopics[plot]" (or matplotlib).'
         ) from exc
     return plt
+
+
+def axes_for(caller, ax, figsize):
+    """``ax``, or the Axes of a new figure of ``figsize`` (matplotlib checked)."""
+    plt = check_matplotlib(caller)
+    if ax is None:
+        _, ax = plt.subplots(figsize=figsize)
+    return ax
+
+
+def finished(display, ax):
+    """Lay the figure out and record ``figure_`` / ``ax_`` on ``display``; returns it."""
+    ax.figure.tight_layout()
+    display.figure_, display.ax_ = ax.figure, ax
+    return display
 
 
 def model_and_counts(estimator, X):

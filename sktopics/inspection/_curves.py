@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from ._common import check_matplotlib
+from ._common import axes_for, finished
 
 __all__ = ["TrainingCurveDisplay"]
 
@@ -98,9 +98,7 @@ class TrainingCurveDisplay:
         display : TrainingCurveDisplay
             ``self``, with ``figure_`` and ``ax_`` set.
         """
-        plt = check_matplotlib("TrainingCurveDisplay")
-        if ax is None:
-            _, ax = plt.subplots(figsize=(6, 4))
+        ax = axes_for("TrainingCurveDisplay", ax, (6, 4))
         for label, (x, y) in self.curves.items():
             ax.plot(x, y, marker=".", label=label)
         if self.held_out is not None:
@@ -110,6 +108,4 @@ class TrainingCurveDisplay:
         ax.set_xlabel(self.xlabel)
         ax.set_ylabel(self.ylabel)
         ax.legend(fontsize=8)
-        ax.figure.tight_layout()
-        self.figure_, self.ax_ = ax.figure, ax
-        return self
+        return finished(self, ax)

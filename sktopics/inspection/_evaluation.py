@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from ._common import check_matplotlib
+from ._common import axes_for, finished
 
 __all__ = ["AISConvergenceDisplay", "ComparisonDisplay"]
 
@@ -86,9 +86,7 @@ class AISConvergenceDisplay:
         display : AISConvergenceDisplay
             ``self``, with ``figure_`` and ``ax_`` set.
         """
-        plt = check_matplotlib("AISConvergenceDisplay")
-        if ax is None:
-            _, ax = plt.subplots(figsize=(6, 4))
+        ax = axes_for("AISConvergenceDisplay", ax, (6, 4))
         label = "AIS" if self.n_chains is None else f"AIS ({self.n_chains} chains)"
         ax.errorbar(self.temperatures, self.estimates, yerr=np.nan_to_num(self.stderrs),
                     marker="o", capsize=3, label=label)
@@ -98,9 +96,7 @@ class AISConvergenceDisplay:
         ax.set_xlabel("number of temperatures")
         ax.set_ylabel("held-out log-likelihood (nats per token)")
         ax.legend(fontsize=8)
-        ax.figure.tight_layout()
-        self.figure_, self.ax_ = ax.figure, ax
-        return self
+        return finished(self, ax)
 
 
 class ComparisonDisplay:
@@ -152,10 +148,8 @@ class ComparisonDisplay:
         display : ComparisonDisplay
             ``self``, with ``figure_`` and ``ax_`` set.
         """
-        plt = check_matplotlib("ComparisonDisplay")
         cmp = self.comparison
-        if ax is None:
-            _, ax = plt.subplots(figsize=(6, 4))
+        ax = axes_for("ComparisonDisplay", ax, (6, 4))
         n = np.asarray(cmp.n_tokens, dtype=np.float64)
         keep = n > 0
         if cmp.forward is not None and cmp.reverse is not None:
@@ -175,6 +169,4 @@ class ComparisonDisplay:
         ax.set_title(f"{verdict}: perplexity ratio A/B {cmp.corpus_perplexity_ratio:.4f}",
                      fontsize=10)
         ax.legend(fontsize=8)
-        ax.figure.tight_layout()
-        self.figure_, self.ax_ = ax.figure, ax
-        return self
+        return finished(self, ax)

@@ -3,7 +3,7 @@
 import numpy as np
 
 from .._topwords import _vocabulary_of, top_words
-from ._common import check_matplotlib
+from ._common import axes_for, finished
 
 __all__ = ["PAMHierarchyDisplay"]
 
@@ -94,11 +94,8 @@ class PAMHierarchyDisplay:
         display : PAMHierarchyDisplay
             ``self``, with ``figure_`` and ``ax_`` set.
         """
-        plt = check_matplotlib("PAMHierarchyDisplay")
         n_super, n_sub = self.sub_weights.shape
-        if ax is None:
-            _, ax = plt.subplots(figsize=(11, max(3.0, 0.28 * n_sub + 1.0)))
-        fig = ax.figure
+        ax = axes_for("PAMHierarchyDisplay", ax, (11, max(3.0, 0.28 * n_sub + 1.0)))
         owner = np.argmax(self.sub_weights, axis=0)
         order = np.lexsort((-self.sub_weights.max(0), owner))
         y_sub = {k: 1.0 - (i + 0.5) / n_sub for i, k in enumerate(order)}
@@ -123,7 +120,5 @@ class PAMHierarchyDisplay:
         ax.set_xlim(0, 1)
         ax.set_ylim(0, 1)
         ax.axis("off")
-        fig.tight_layout()
-        self.figure_, self.ax_ = fig, ax
-        return self
+        return finished(self, ax)
 
