@@ -10,6 +10,7 @@ import torch
 from .._base import BaseTopicModel
 from .._generative import DirichletPrior, GenerativeView, MixtureLikelihood
 from .._random import counter_uniform, stream_key
+from ..utils._docstring import N_JOBS, fill_doc
 from ..utils._sklearn_compat import Interval, StrOptions
 from ..utils._torch import device_budget, make_generator
 from ..utils._validation import check_doc_topic_prior
@@ -57,6 +58,7 @@ _AUTO_MH_FROM = 500
 _TRANSFORM_ELEMENTS = 1 << 24
 
 
+@fill_doc(n_jobs=N_JOBS)
 class LDAGibbs(BaseTopicModel):
     """Latent Dirichlet allocation fitted by collapsed Gibbs sampling.
 
@@ -142,12 +144,7 @@ class LDAGibbs(BaseTopicModel):
         ``warm_start`` or ``partial_fit`` the model holds no training data.
     device : {"auto", "cpu", "cuda"} or torch.device, default="auto"
         Where the chain runs. Fitted attributes are numpy arrays either way.
-    n_jobs : int or None, default=None
-        Torch threads used inside ``fit``, ``partial_fit``, ``transform`` and ``score``;
-        the caller's setting is restored afterwards. ``None``: the caller's torch
-        setting, capped at the available cores minus one (a core is left to the rest
-        of the machine; see :ref:`threads`), and 1 in a worker thread; ``-1``: every
-        core; ``k``: ``k`` threads.
+    {n_jobs}
     random_state : int, RandomState instance or None, default=None
         Seed of the sampler and of :meth:`transform`. An int gives identical
         results on a given device whatever the number of torch threads.

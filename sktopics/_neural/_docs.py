@@ -1,5 +1,7 @@
 """Parameter and attribute descriptions shared by AVITM and ProdLDA docstrings."""
 
+from ..utils._docstring import N_JOBS
+
 ENCODER_AND_TRAINING = """
 hidden_sizes : tuple of int, default=(100, 100)
     Widths of the inference network's hidden layers (AVITM: 100-100).
@@ -47,13 +49,7 @@ callbacks : list of skorch callbacks or None, default=None
 device : {"auto", "cpu", "cuda"}, str or torch.device, default="auto"
     Where to train. ``"auto"`` uses CUDA when available. Fitted attributes
     are numpy arrays and the model pickles to a CPU-only machine.
-n_jobs : int or None, default=None
-    Torch threads used inside ``fit``, ``partial_fit``, ``transform`` and ``score``;
-    the caller's setting is restored afterwards. ``None``: the caller's torch
-    setting, capped at the available cores minus one (a core is left to the rest
-    of the machine; see :ref:`threads`), and 1 in a worker thread; ``-1``: every
-    core; ``k``: ``k`` threads.
-random_state : int, RandomState instance or None, default=None
+{N_JOBS}random_state : int, RandomState instance or None, default=None
     Seeds initialisation, batch order, dropout and the reparameterisation
     noise. An int gives bit-identical fits on the CPU for a given number of
     threads (``n_jobs``); another number of threads changes the order of
@@ -62,6 +58,8 @@ random_state : int, RandomState instance or None, default=None
 verbose : int, default=0
     ``1`` prints one line per epoch (loss, seconds).
 """
+
+ENCODER_AND_TRAINING = ENCODER_AND_TRAINING.replace("{N_JOBS}", N_JOBS.lstrip("\n"))
 
 FITTED_ATTRIBUTES = """
 components_ : ndarray of shape (n_components, n_features)

@@ -1,6 +1,16 @@
 """Inject shared parameter descriptions into numpydoc docstrings."""
 
-__all__ = ["fill_doc"]
+__all__ = ["N_JOBS", "fill_doc"]
+
+#: The ``n_jobs`` parameter of every estimator.
+N_JOBS = """
+n_jobs : int or None, default=None
+    Torch threads used inside ``fit``, ``partial_fit``, ``transform`` and ``score``;
+    the caller's setting is restored afterwards. ``None``: the caller's torch
+    setting, capped at the available cores minus one (a core is left to the rest
+    of the machine; see :ref:`threads`), and 1 in a worker thread; ``-1``: every
+    core; ``k``: ``k`` threads.
+"""
 
 
 def fill_doc(**fragments):
