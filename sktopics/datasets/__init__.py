@@ -5,6 +5,8 @@
   (``data_home`` or the ``SKTOPICS_DATA`` environment variable).
 * :func:`make_lda_corpus`, :func:`make_pam_corpus` -- counts sampled from LDA or PAM
   with known parameters.
+* :class:`ShardedCorpus` -- a corpus on disk as CSR shards, streamed through
+  ``partial_fit``, ``transform`` and ``score`` one shard at a time.
 
 Nothing in this subpackage downloads data.
 """
@@ -20,9 +22,11 @@ from ._local import (
     load_octis,
 )
 from ._pam_synthetic import make_pam_corpus
+from ._shards import ShardedCorpus
 from ._synthetic import make_lda_corpus
 
 __all__ = [
+    "ShardedCorpus",
     "get_data_home",
     "load_20news_avitm",
     "load_20ng_etm",
