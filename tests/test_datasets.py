@@ -67,6 +67,7 @@ BBC_NAMES = ["business", "entertainment", "politics", "sport", "tech"]
 def test_public_api():
     assert sorted(ds.__all__) == sorted(
         [
+            "ShardedCorpus",
             "get_data_home",
             "load_20news_avitm",
             "load_20ng_etm",
