@@ -122,7 +122,7 @@ class PAMZPath:
         every super-topic over every leaf there are n_super times fewer ``exp``.
         """
         if self._table_b != b:
-            leaf_table = sampling_table(b * self.LA.table)[0]
+            leaf_table = sampling_table(b * self.LA.table)
             self._table, self._table_b = leaf_table.index_select(1, self.path_leaf), b
         return self._table
 

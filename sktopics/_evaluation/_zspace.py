@@ -197,10 +197,9 @@ def sampling_table(log_table):
 
     Each word's row is divided by its maximum (the conditional of a token does not
     change when its word factor is scaled), so float32 neither overflows nor
-    underflows where it matters. Returns the table and the log scale per word.
+    underflows where it matters.
     """
-    scale = log_table.amax(-1, keepdim=True)
-    return torch.exp(log_table - scale).float(), scale.view(-1)
+    return torch.exp(log_table - log_table.amax(-1, keepdim=True)).float()
 
 
 class ZPath:
@@ -247,7 +246,7 @@ class ZPath:
     def word_table(self, b):
         """The float32 sampling table at ``b`` (:func:`sampling_table`), cached for the last b."""
         if self._table_b != b:
-            self._table = sampling_table(self.log_word_table(b))[0]
+            self._table = sampling_table(self.log_word_table(b))
             self._table_b = b
         return self._table
 
