@@ -141,14 +141,13 @@ def _mix(h, counter):
 
 def bits(keys, *counters):
     """64 random bits (int64) keyed by ``keys`` and the counters (broadcast together)."""
-    h = keys
     python = [c for c in counters if not torch.is_tensor(c)]
     tensors = [c for c in counters if torch.is_tensor(c)]
-    if python:  # the scalar counters fold into one constant: one pass over the tensor
-        h = _finalise(h.add(counter_key(*python)))
+    # the scalar counters (none included) fold into one constant: one pass over the tensor
+    h = keys if tensors and not python else _finalise(keys.add(counter_key(*python)))
     for counter in tensors:
         h = _mix(h, counter)
-    return h if h is not keys else keys.clone()
+    return h
 
 
 def uniform(keys, *counters, dtype=torch.float64):
@@ -158,8 +157,7 @@ def uniform(keys, *counters, dtype=torch.float64):
     never 0 nor 1, so that an inverse-CDF draw never lands on a zero-probability
     category nor past the last one.
     """
-    return stream_uniform(bits(keys, *counters[:-1]) if counters else keys,
-                          *counters[-1:], dtype=dtype)
+    return stream_uniform(keys, *counters, dtype=dtype)
 
 
 def stream_uniform(base, *counters, dtype=torch.float32):
@@ -168,10 +166,7 @@ def stream_uniform(base, *counters, dtype=torch.float32):
     One SplitMix64 step per element whatever the counters: the cheap way to draw a
     fresh uniform per token at every temperature from a per-token ``base`` made once.
     """
-    if counters and any(torch.is_tensor(c) for c in counters):
-        x = bits(base, *counters)
-    else:
-        x = _finalise(base.add(counter_key(*counters)))
+    x = bits(base, *counters)
     # (2m + 1) / 2^(n + 1) for the top n bits m: exact in the dtype, in (0, 1)
     n_bits = 52 if dtype == torch.float64 else 23
     x = _logical_shift_right(x, 64 - n_bits, out=x).mul_(2).add_(1)

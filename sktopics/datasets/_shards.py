@@ -47,7 +47,8 @@ class ShardedCorpus:
         missing = [p for p in self.paths if not os.path.isfile(p)]
         if missing:
             raise FileNotFoundError(f"shards not found: {missing[:3]}")
-        self.n_features = self._load(self.paths[0]).shape[1]
+        with np.load(self.paths[0]) as first:  # the shape only, not the matrix
+            self.n_features = int(first["shape"][1])
 
     @classmethod
     def write(cls, chunks, folder, *, prefix="shard"):

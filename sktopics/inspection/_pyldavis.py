@@ -35,8 +35,8 @@ def to_pyldavis(estimator, X, *, feature_names=None):
         them: rows of the two distributions sum to 1, lengths and frequencies are
         token counts of ``X``.
     """
-    model, counts = model_and_counts(estimator, X)
-    doc_topic = np.asarray(estimator.transform(X), dtype=np.float64)
+    model, counts = model_and_counts(estimator, X)  # the vectorizer runs once
+    doc_topic = np.asarray(model.transform(counts), dtype=np.float64)
     counts = sp.csr_matrix(counts, dtype=np.float64)
     if feature_names is None:
         feature_names = _vocabulary_of(estimator)

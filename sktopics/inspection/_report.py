@@ -43,9 +43,9 @@ def topic_report(estimator, X=None, *, top_n=10, X_ref=None, feature_names=None)
              "distinct": float(np.mean([seen[w] == 1 for w in words[k]]))}
             for k in range(n_topics)]
     if X is not None:
-        _, counts = model_and_counts(estimator, X)
+        model, counts = model_and_counts(estimator, X)  # the vectorizer runs once
         lengths = as_dense_rowsums(counts, axis=1)
-        tokens = np.asarray(estimator.transform(X), dtype=np.float64).T @ lengths
+        tokens = np.asarray(model.transform(counts), dtype=np.float64).T @ lengths
         for row, share in zip(rows, tokens / max(tokens.sum(), 1e-300)):
             row["prevalence"] = float(share)
     if X_ref is not None:
