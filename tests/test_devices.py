@@ -413,7 +413,9 @@ def test_device_resident_corpus_densifies_like_scipy():
         np.testing.assert_array_equal(batch.numpy(), dense[rows].astype(np.float32))
     for array, copy_ in zip((X.data, X.indices, X.indptr), before):  # the caller's matrix
         np.testing.assert_array_equal(array, copy_)
-    iterator = CSRBatchIterator(CSRDataset(X), 8, sampling="shuffle", seed=3)
+    for rows, batch in zip(batches, DeviceCSR(X, "cpu").sparse_batches(batches)):
+        np.testing.assert_array_equal(batch.to_dense().numpy(), dense[rows].astype(np.float32))
+    iterator = CSRBatchIterator(CSRDataset(X), 8, sampling="shuffle", seed=3, layout="dense")
     seen = np.concatenate([b.numpy() for b, _ in iterator])
     assert seen.shape == (48, 17)  # 6 batches of 8: the trailing 2 documents are dropped
     assert all((dense.astype(np.float32) == row).all(1).any() for row in seen)

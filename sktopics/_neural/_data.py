@@ -1,9 +1,10 @@
-"""Mini-batches of a CSR corpus, densified one batch at a time on the training device."""
+"""Mini-batches of a CSR corpus on the training device, as non-zeros or dense."""
 
 import numpy as np
 import torch
 
 from ..utils._torch import csr_to_dense_tensor, device_budget
+from ._sparse import ColumnMajor, SparseRows
 
 __all__ = ["CSRDataset", "CSRBatchIterator", "DeviceCSR"]
 
@@ -46,40 +47,101 @@ class DeviceCSR:
         self.indptr = np.asarray(X.indptr, dtype=np.int64)
         fits = 2 * X.nnz <= device_budget(self.device, _RESIDENT_ELEMENTS)
         self.storage = self.device if fits else torch.device("cpu")
+        self.host_columns = X.indices
         # On the CPU these share the matrix's own arrays (float32 data: no copy at all).
         self.columns = torch.from_numpy(X.indices).to(self.storage)
         self.values = torch.as_tensor(X.data, dtype=torch.float32).to(self.storage)
 
-    def dense_batches(self, batches):
-        """Yield one dense float32 ``(len(rows), n_columns)`` tensor per array of rows."""
-        if not batches:
-            return
+    def _layout(self, batches):
+        """Host-side positions of a sequence of row batches' non-zeros.
+
+        Returns the positions in the matrix's non-zeros, each entry's row within
+        its batch, each row's first entry within its batch, and the entry bounds
+        of each batch.
+        """
         rows = np.concatenate(batches)
         starts = self.indptr[rows]
         lengths = self.indptr[rows + 1] - starts
         ends = np.cumsum(lengths)
         positions = np.repeat(starts - ends + lengths, lengths) + np.arange(ends[-1])
         sizes = np.array([len(b) for b in batches])
-        local = np.arange(len(rows)) - np.repeat(np.cumsum(sizes) - sizes, sizes)
-        flat_row = np.repeat(local * self.shape[1], lengths)
-        host = torch.from_numpy(np.stack([positions, flat_row]))
+        first_row = np.cumsum(sizes) - sizes
+        local = np.arange(len(rows)) - np.repeat(first_row, sizes)
+        bounds = np.concatenate([[0], ends[np.cumsum(sizes) - 1]])
+        row_starts = ends - lengths - np.repeat(bounds[:-1], sizes)
+        return positions, np.repeat(local, lengths), row_starts, bounds, sizes
+
+    def _upload(self, *arrays):
+        host = torch.from_numpy(np.concatenate(arrays))
         if self.storage.type == "cuda":
             host = host.pin_memory()
-        index = host.to(self.storage, non_blocking=True)
-        bounds = np.concatenate([[0], ends[np.cumsum(sizes) - 1]])
+        return host.to(self.storage, non_blocking=True)
+
+    def dense_batches(self, batches):
+        """Yield one dense float32 ``(len(rows), n_columns)`` tensor per array of rows."""
+        if not batches:
+            return
+        positions, entry_rows, _, bounds, sizes = self._layout(batches)
+        index = self._upload(positions, entry_rows).view(2, -1)
         for b, size in enumerate(sizes):
             part = index[:, bounds[b]:bounds[b + 1]]
-            flat = part[1] + self.columns.index_select(0, part[0])
+            flat = part[1] * self.shape[1] + self.columns.index_select(0, part[0])
             dense = torch.zeros(int(size) * self.shape[1], dtype=torch.float32, device=self.storage)
             dense[flat] = self.values.index_select(0, part[0])
             yield dense.view(int(size), self.shape[1]).to(self.device, non_blocking=True)
 
+    def sparse_batches(self, batches):
+        """Yield one :class:`~._sparse.SparseRows` per array of rows.
+
+        The column-major order of each batch (for the first layer's weight
+        gradient) is a stable sort of its columns on the host, a radix sort
+        while the vocabulary fits in 16 bits.
+        """
+        if not batches:
+            return
+        positions, entry_rows, row_starts, bounds, sizes = self._layout(batches)
+        columns = self.host_columns[positions]
+        key_type = np.uint16 if self.shape[1] <= 1 << 16 else np.int64
+        orders, present, firsts, column_bounds = [], [], [], [0]
+        for b in range(len(sizes)):
+            part = columns[bounds[b]:bounds[b + 1]]
+            order = np.argsort(part.astype(key_type), kind="stable")
+            ordered = part[order]
+            first = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]]) if part.size else order
+            orders.append(order)
+            present.append(ordered[first])
+            firsts.append(first)
+            column_bounds.append(column_bounds[-1] + first.size)
+        n = bounds[-1]
+        index = self._upload(positions, entry_rows, np.concatenate(orders).astype(np.int64),
+                             row_starts)
+        by_column = self._upload(np.concatenate(present).astype(np.int64),
+                                 np.concatenate(firsts).astype(np.int64)).view(2, -1)
+        row_bounds = np.concatenate([[0], np.cumsum(sizes)])
+        device = self.device
+        for b, size in enumerate(sizes):
+            lo, hi = bounds[b], bounds[b + 1]
+            where, order = index[lo:hi], index[2 * n + lo:2 * n + hi]
+            rows = index[n + lo:n + hi]
+            clo, chi = column_bounds[b], column_bounds[b + 1]
+            parts = (
+                rows, self.columns.index_select(0, where).long(),
+                self.values.index_select(0, where),
+                index[3 * n + row_bounds[b]:3 * n + row_bounds[b + 1]],
+                by_column[0, clo:chi], by_column[1, clo:chi], order,
+                rows.index_select(0, order), self.values.index_select(0, where[order]),
+            )
+            rows, columns, values, offsets, *by_column_b = (
+                t.to(device, non_blocking=True) for t in parts)
+            yield SparseRows(rows, columns, values, offsets, (int(size), self.shape[1]),
+                             ColumnMajor(*by_column_b))
+
 
 class CSRBatchIterator:
-    """skorch iterator yielding ``(dense_batch, None)`` from a :class:`CSRDataset`.
+    """skorch iterator yielding ``(batch, None)`` from a :class:`CSRDataset`.
 
     The corpus goes to the device once (:class:`DeviceCSR`); each epoch's batches
-    are densified there. The sampling order comes from a private numpy generator
+    are cut there, as :class:`~._sparse.SparseRows` or dense tensors. The sampling order comes from a private numpy generator
     seeded with ``seed``, advancing from epoch to epoch, so the global RNGs are
     never touched and every device sees the same batches.
 
@@ -96,13 +158,16 @@ class CSRBatchIterator:
         in order (evaluation).
     seed : int
     device : torch.device
+    layout : {"sparse", "dense"}
     """
 
-    def __init__(self, dataset, batch_size, sampling="shuffle", seed=0, device="cpu"):
+    def __init__(self, dataset, batch_size, sampling="shuffle", seed=0, device="cpu",
+                 layout="sparse"):
         self.dataset = dataset
         self.batch_size = int(batch_size)
         self.sampling = sampling
         self.device = device
+        self.layout = layout
         self._rng = np.random.default_rng(seed)
         self._corpus = DeviceCSR(dataset.X, device)
 
@@ -121,7 +186,9 @@ class CSRBatchIterator:
                 yield np.arange(start, min(start + size, n))
 
     def __iter__(self):
-        for batch in self._corpus.dense_batches(list(self._index_batches())):
+        make = (self._corpus.sparse_batches if self.layout == "sparse"
+                else self._corpus.dense_batches)
+        for batch in make(list(self._index_batches())):
             yield batch, None
 
     def __len__(self):

@@ -124,7 +124,7 @@ class NeuralTopicModel(BaseTopicModel):
     def _build_module(self, n_features):
         """The torch module: ``forward(x, generator=None)`` returns the ``y_pred`` of
         the loss; a module may define ``negative_elbo(x, y_pred)`` (per document),
-        otherwise ``y_pred = (log_word_probs, mu, logvar)`` with the single Laplace
+        otherwise ``y_pred = (reconstruction, mu, logvar)`` with the single Laplace
         prior of :class:`TopicVAE`."""
         prior_mean, prior_var = laplace_logistic_normal(self.doc_topic_prior_)
         encoder = InferenceNetwork(

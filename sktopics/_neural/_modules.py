@@ -7,7 +7,11 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from ._losses import mixture_nll, product_of_experts_nll, reconstruction_nll
+from ._sparse import InputLinear, SparseRows
+
 __all__ = [
+    "Dropout",
     "TFBatchNorm",
     "InferenceNetwork",
     "ProductOfExpertsDecoder",
@@ -23,6 +27,16 @@ ACTIVATIONS = {
     "elu": nn.ELU,
     "selu": nn.SELU,
 }
+
+
+class Dropout(nn.Dropout):
+    """``nn.Dropout`` with the mask drawn by ``rand`` (torch's CPU ``bernoulli_`` is
+    four times slower on the small tensors of a VAE step)."""
+
+    def forward(self, x):
+        if not self.training or self.p == 0:
+            return x
+        return x * torch.rand_like(x).ge_(self.p).mul_(1.0 / (1.0 - self.p))
 
 
 class TFBatchNorm(nn.Module):
@@ -46,6 +60,11 @@ class TFBatchNorm(nn.Module):
         self.register_buffer("running_var", torch.ones(num_features))
         self.use_running_stats = False
         self._accumulator = None
+
+    def batch_statistics(self):
+        """Whether a forward pass normalises with the batch's own statistics and only
+        updates the running averages (training, no accumulation under way)."""
+        return self.training and self._accumulator is None
 
     def forward(self, x):
         frozen = self.use_running_stats and not self.training
@@ -96,16 +115,21 @@ def _glorot_linear(n_in, n_out):
 
 
 class InferenceNetwork(nn.Module):
-    """q(h | x) = N(mu(x), diag exp(logvar(x))): an MLP with batch-normed heads."""
+    """q(h | x) = N(mu(x), diag exp(logvar(x))): an MLP with batch-normed heads.
+
+    ``x`` is a dense ``(batch, words)`` tensor or a :class:`~._sparse.SparseRows`;
+    the first layer is an :class:`~._sparse.InputLinear`.
+    """
 
     def __init__(self, n_features, n_topics, hidden_sizes, activation, dropout, bn_eps,
                  bn_momentum):
         super().__init__()
         layers, n_in = [], n_features
         for size in hidden_sizes:
-            layers += [_glorot_linear(n_in, size), ACTIVATIONS[activation]()]
+            linear = _glorot_linear if layers else InputLinear
+            layers += [linear(n_in, size), ACTIVATIONS[activation]()]
             n_in = size
-        layers.append(nn.Dropout(dropout))
+        layers.append(Dropout(dropout))
         self.hidden = nn.Sequential(*layers)
         self.mu = _glorot_linear(n_in, n_topics)
         self.logvar = _glorot_linear(n_in, n_topics)
@@ -113,6 +137,8 @@ class InferenceNetwork(nn.Module):
         self.logvar_bn = TFBatchNorm(n_topics, bn_eps, bn_momentum)
 
     def forward(self, x):
+        if isinstance(x, SparseRows) and not isinstance(self.hidden[0], InputLinear):
+            x = x.to_dense()  # no hidden layer: the heads read the counts
         hidden = self.hidden(x)
         return self.mu_bn(self.mu(hidden)), self.logvar_bn(self.logvar(hidden))
 
@@ -133,6 +159,12 @@ class ProductOfExpertsDecoder(nn.Module):
     def forward(self, theta):
         return torch.log_softmax(self.bn(theta @ self.beta) + self.background, dim=-1)
 
+    def nll(self, theta, x):
+        """Per-document ``-sum_w x_w log p_w``; in training, on non-zeros, in one fused pass."""
+        if isinstance(x, SparseRows) and self.bn.batch_statistics():
+            return product_of_experts_nll(theta @ self.beta, self.bn, self.background, x)
+        return reconstruction_nll(x, self(theta))
+
 
 class MixtureDecoder(nn.Module):
     """AVITM (NVLDA): log(theta @ softmax(BN(beta))), BN across topics for each word.
@@ -149,8 +181,9 @@ class MixtureDecoder(nn.Module):
 
     def normed_beta(self):
         """The topic matrix batch-normed across topics, word by word (no affine)."""
-        beta = self.beta
-        return (beta - beta.mean(0)) * torch.rsqrt(beta.var(0, unbiased=False) + self.bn_eps)
+        centred = self.beta - self.beta.mean(0)
+        # not ``var(0)``: torch's CPU reduction across rows is ten times slower
+        return centred * torch.rsqrt(centred.square().mean(0) + self.bn_eps)
 
     def logits(self):
         """Topic-word logits, ``(n_topics, n_features)``."""
@@ -165,12 +198,17 @@ class MixtureDecoder(nn.Module):
     def forward(self, theta):
         return torch.log(theta @ self.topic_word() + 1e-10)
 
+    def nll(self, theta, x):
+        """Per-document ``-sum_w x_w log p_w`` (only at the non-zeros of a sparse ``x``)."""
+        return mixture_nll(theta, self.topic_word(), x)
+
 
 class TopicVAE(nn.Module):
     """Encoder, reparameterised logistic-normal sample, theta dropout, decoder.
 
-    ``forward(x)`` returns ``(log_word_probs, mu, logvar)``; the ELBO is assembled in
-    :mod:`sktopics._neural._losses`. The fixed Laplace prior lives in buffers.
+    ``forward(x)`` returns ``(reconstruction, mu, logvar)``, the reconstruction term
+    ``-sum_w x_w log p_w`` per document; the ELBO is assembled in
+    :mod:`sktopics._neural._net`. The fixed Laplace prior lives in buffers.
     """
 
     def __init__(self, encoder, decoder, prior_mean, prior_var, theta_dropout,
@@ -178,7 +216,7 @@ class TopicVAE(nn.Module):
         super().__init__()
         self.encoder = encoder
         self.decoder = decoder
-        self.theta_dropout = nn.Dropout(theta_dropout)
+        self.theta_dropout = Dropout(theta_dropout)
         self.shared_noise = shared_noise
         self.register_buffer("prior_mean", torch.as_tensor(prior_mean, dtype=torch.float32))
         self.register_buffer("prior_var", torch.as_tensor(prior_var, dtype=torch.float32))
@@ -191,4 +229,4 @@ class TopicVAE(nn.Module):
     def forward(self, x, generator=None):
         mu, logvar = self.encoder(x)
         theta = torch.softmax(self.sample_h(mu, logvar, generator), dim=-1)
-        return self.decoder(self.theta_dropout(theta)), mu, logvar
+        return self.decoder.nll(self.theta_dropout(theta), x), mu, logvar

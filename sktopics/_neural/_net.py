@@ -12,7 +12,8 @@ import torch
 from skorch import NeuralNet
 from skorch.callbacks import Callback
 
-from ._losses import negative_elbo
+from ._losses import gaussian_kl
+from ._sparse import SparseRows
 
 __all__ = ["TopicNet", "EpochMonitor", "module_negative_elbo"]
 
@@ -20,16 +21,22 @@ __all__ = ["TopicNet", "EpochMonitor", "module_negative_elbo"]
 class TopicNet(NeuralNet):
     """skorch net whose loss is the negative ELBO, averaged over the batch.
 
-    Two departures from :class:`skorch.NeuralNet`:
+    Three departures from :class:`skorch.NeuralNet`:
 
     * an epoch reads its batch losses back from the device once, at its end,
       instead of once per batch (a host-device synchronisation per batch would
       stall a GPU's queue): a callback's ``on_batch_end`` receives the loss as a
       tensor, and the history's per-batch ``train_loss`` entries are filled in
       when the epoch ends;
+    * a batch may be a :class:`~._sparse.SparseRows`, which goes to the module as is;
     * pickles are device-neutral: the tensors load on the CPU, and the owning
       estimator moves them to a device the loading machine has.
     """
+
+    def infer(self, x, **fit_params):
+        if isinstance(x, SparseRows):  # already on the device; skorch cannot convert it
+            return self.module_(x, **fit_params)
+        return super().infer(x, **fit_params)
 
     def get_loss(self, y_pred, y_true, X=None, training=False):
         return module_negative_elbo(self.module_, X, y_pred).mean()
@@ -69,13 +76,13 @@ def module_negative_elbo(module, x, y_pred):
 
     Modules with a structured latent (PAMVI, MoLDA) define
     ``negative_elbo(x, y_pred)``; otherwise ``y_pred`` is
-    ``(log_word_probs, mu, logvar)`` and the prior is the module's single Laplace
+    ``(reconstruction, mu, logvar)`` and the prior is the module's single Laplace
     prior (``prior_mean``, ``prior_var``).
     """
     if hasattr(module, "negative_elbo"):
         return module.negative_elbo(x, y_pred)
-    log_word_probs, mu, logvar = y_pred
-    return negative_elbo(x, log_word_probs, mu, logvar, module.prior_mean, module.prior_var)
+    reconstruction, mu, logvar = y_pred
+    return reconstruction + gaussian_kl(mu, logvar, module.prior_mean, module.prior_var)
 
 
 class EpochMonitor(Callback):

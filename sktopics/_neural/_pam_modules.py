@@ -23,8 +23,9 @@ Maths only: imports torch, never scikit-learn or skorch.
 import torch
 from torch import nn
 
-from ._losses import gaussian_kl, reconstruction_nll, topic_word_log_prior
-from ._modules import InferenceNetwork, MixtureDecoder
+from ._losses import gaussian_kl, mixture_nll, topic_word_log_prior
+from ._modules import Dropout, InferenceNetwork, MixtureDecoder
+from ._sparse import SparseRows
 
 __all__ = [
     "LOGVAR_NORMS",
@@ -149,11 +150,14 @@ class ConcatMixtureDecoder(nn.Module):
     def forward(self, theta):
         return torch.log(theta @ self.topic_word() + 1e-10)
 
+    def nll(self, theta, x):
+        return mixture_nll(theta, self.topic_word(), x)
+
 
 class PAMVAE(nn.Module):
     """Structured VAE of a layered PAM: encoder, per-node sampling, path products, decoder.
 
-    ``forward(x)`` returns ``(log_word_probs, mus, logvars)`` with one
+    ``forward(x)`` returns ``(reconstruction, mus, logvars)`` with one
     ``(B, P, C)`` tensor per level in ``mus`` and ``logvars``;
     :meth:`negative_elbo` turns that into the per-document loss (reconstruction
     plus one Gaussian KL per node, masked edges excluded, and the share of the
@@ -174,7 +178,7 @@ class PAMVAE(nn.Module):
         super().__init__()
         self.encoder = encoder
         self.decoder = decoder
-        self.theta_dropout = nn.Dropout(theta_dropout)
+        self.theta_dropout = Dropout(theta_dropout)
         # Dirichlet(eta) on the topics, spread over the training documents: eta / n_train.
         self.topic_word_prior_per_document = 0.0
         self.n_levels = len(masks)
@@ -215,7 +219,7 @@ class PAMVAE(nn.Module):
         mus, logvars = self.encoder(x)
         hs = [self.sample(mu, logvar, generator) for mu, logvar in zip(mus, logvars)]
         leaf = self.reach(self.node_probs(hs))[-1]
-        return self.decoder(self.theta_dropout(leaf)), mus, logvars
+        return self.decoder.nll(self.theta_dropout(leaf), x), mus, logvars
 
     def mean_node_probs(self, x):
         """Node distributions at the posterior means, ``softmax(mu)`` (inference read-out).
@@ -226,7 +230,8 @@ class PAMVAE(nn.Module):
         """
         state = {name: value.double() if value.is_floating_point() else value
                  for name, value in self.encoder.state_dict(keep_vars=True).items()}
-        mus, _ = torch.func.functional_call(self.encoder, state, (x.double(),))
+        x = x if isinstance(x, SparseRows) else x.double()
+        mus, _ = torch.func.functional_call(self.encoder, state, (x,))
         return self.node_probs(mus)
 
     def kl(self, mus, logvars):
@@ -249,8 +254,8 @@ class PAMVAE(nn.Module):
         in the share ``topic_word_prior_per_document`` (MAP topics); validation
         losses stay the plain negative ELBO.
         """
-        log_word_probs, mus, logvars = y_pred
-        loss = reconstruction_nll(x, log_word_probs) + self.kl(mus, logvars)
+        reconstruction, mus, logvars = y_pred
+        loss = reconstruction + self.kl(mus, logvars)
         if self.training and self.topic_word_prior_per_document > 0:
             log_prior = topic_word_log_prior(self.decoder.log_topic_word(),
                                              self.topic_word_prior_per_document)

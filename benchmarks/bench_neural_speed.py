@@ -1,0 +1,122 @@
+"""ProdLDA and AVITM against the plain torch loop a user would write, in one run.
+
+Speed: seconds per epoch on AVITM's 20 Newsgroups (K = 50, batch 200), the plain
+loop of ``_plain_vae.py`` and the estimator alternating round by round, the first
+epoch of each fit left out (warm-up). Quality: one full fit per seed of each, NPMI
+(test set as reference, boolean documents, top 10 words, epsilon convention) and
+topic diversity (top 10), so that the speed is compared at equal results.
+
+Usage::
+
+    python benchmarks/bench_neural_speed.py                    # about 10 min on 2 cores
+    python benchmarks/bench_neural_speed.py --rounds 2 --seeds 0 --quality-epochs 10
+
+Writes ``benchmarks/results/neural_speed_vs_plain.{json,md,rst}`` (speed) and
+``neural_speed_vs_plain_quality.*`` (quality).
+"""
+
+import argparse
+import time
+import warnings
+
+import numpy as np
+import torch
+from _common import default_data_home, machine, markdown_table, write_results
+from _plain_vae import topic_word, train_plain
+
+from sktopics import AVITM, ProdLDA
+from sktopics.datasets import load_20news_avitm
+from sktopics.metrics import npmi_coherence, topic_diversity
+
+ESTIMATORS = {"ProdLDA": ProdLDA, "AVITM": AVITM}
+
+
+def fit_ours(name, X, n_topics, epochs, seed, threads):
+    model = ESTIMATORS[name](n_topics, max_iter=epochs, random_state=seed, device="cpu",
+                             n_jobs=threads)
+    start = time.perf_counter()
+    model.fit(X)
+    seconds = time.perf_counter() - start
+    return model, [row["dur"] for row in model.history_], seconds
+
+
+def fit_plain(name, X, n_topics, epochs, seed):
+    start = time.perf_counter()
+    model, durations = train_plain(X, n_topics, epochs, mixture=name == "AVITM", seed=seed)
+    return model, durations, time.perf_counter() - start
+
+
+def quality(topic_word_or_model, X_test):
+    return {"npmi": npmi_coherence(topic_word_or_model, X_test, 10).mean,
+            "td10": topic_diversity(topic_word_or_model, 10)}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data-home", default=default_data_home())
+    parser.add_argument("--models", nargs="+", default=list(ESTIMATORS), choices=list(ESTIMATORS))
+    parser.add_argument("--topics", type=int, default=50)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--rounds", type=int, default=5, help="alternating speed rounds")
+    parser.add_argument("--speed-epochs", type=int, default=6)
+    parser.add_argument("--seeds", type=int, nargs="*", default=[0, 1, 2])
+    parser.add_argument("--quality-epochs", type=int, default=50)
+    parser.add_argument("--name", default="neural_speed_vs_plain")
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    warnings.simplefilter("ignore", UserWarning)
+
+    X = load_20news_avitm(args.data_home, subset="train").data
+    X_test = load_20news_avitm(args.data_home, subset="test").data
+    info = machine()
+    speed_rows, quality_rows = [], []
+    for name in args.models:
+        plain_epochs, our_epochs = [], []
+        for round_ in range(args.rounds):
+            _, durations, _ = fit_plain(name, X, args.topics, args.speed_epochs, round_)
+            plain_epochs += durations[1:]
+            _, durations, _ = fit_ours(name, X, args.topics, args.speed_epochs, round_,
+                                       args.threads)
+            our_epochs += durations[1:]
+            print(name, round_, np.median(plain_epochs), np.median(our_epochs), flush=True)
+        plain, ours = float(np.median(plain_epochs)), float(np.median(our_epochs))
+        speed_rows.append({"model": name, "plain_s_per_epoch": plain,
+                           "sktopics_s_per_epoch": ours, "ratio": ours / plain,
+                           "epochs_timed": len(our_epochs)})
+        for seed in args.seeds:
+            model, _, seconds = fit_plain(name, X, args.topics, args.quality_epochs, seed)
+            quality_rows.append({"model": name, "code": "plain loop", "seed": seed,
+                                 "fit_s": seconds, **quality(topic_word(model), X_test)})
+            model, _, seconds = fit_ours(name, X, args.topics, args.quality_epochs, seed,
+                                         args.threads)
+            quality_rows.append({"model": name, "code": "sktopics", "seed": seed,
+                                 "fit_s": seconds, **quality(model, X_test)})
+            print(quality_rows[-2:], flush=True)
+
+    means = []
+    for name in args.models:
+        for code in ("plain loop", "sktopics"):
+            rows = [r for r in quality_rows if r["model"] == name and r["code"] == code]
+            if rows:
+                means.append({"model": name, "code": code, "seeds": len(rows),
+                              **{k: float(np.mean([r[k] for r in rows]))
+                                 for k in ("fit_s", "npmi", "td10")}})
+    header = (
+        f"Measured on {info['cpu']} ({info['cpu_count']} cores, torch {info['torch']}, "
+        f"{args.threads} threads), commit {info.get('git_commit')}; 20news_avitm "
+        f"{X.shape[0]} documents, V = {X.shape[1]}, K = {args.topics}, batch 200. Speed: "
+        f"median seconds per epoch over {args.rounds} alternating rounds of "
+        f"{args.speed_epochs} epochs (first epoch of each fit left out). Quality: "
+        f"{args.quality_epochs} epochs, NPMI (test reference, epsilon convention, top 10) "
+        "and TD@10, mean over seeds.\n\n"
+    )
+    payload = {"machine": info, "args": vars(args), "speed": speed_rows, "quality": quality_rows}
+    write_results(args.name, payload, header + markdown_table(
+        speed_rows, ["model", "plain_s_per_epoch", "sktopics_s_per_epoch", "ratio", "epochs_timed"]))
+    if means:
+        write_results(args.name + "_quality", payload, header + markdown_table(
+            means, ["model", "code", "seeds", "fit_s", "npmi", "td10"]))
+
+
+if __name__ == "__main__":
+    main()
