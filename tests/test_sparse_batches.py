@@ -36,7 +36,7 @@ def test_sparse_batch_holds_the_rows_in_both_orders(n_columns):
     np.testing.assert_array_equal(by_column.rows.numpy(), x.rows[by_column.order].numpy())
     np.testing.assert_array_equal(by_column.values.numpy(), x.values[by_column.order].numpy())
     np.testing.assert_array_equal(by_column.present.numpy(), np.flatnonzero(dense[rows].any(0)))
-    np.testing.assert_array_equal(columns[by_column.starts].numpy(), by_column.present.numpy())
+    np.testing.assert_array_equal(columns[by_column.bounds[:-1]].numpy(), by_column.present.numpy())
 
 
 def test_input_linear_on_sparse_rows_matches_the_dense_product():

@@ -55,9 +55,8 @@ class DeviceCSR:
     def _layout(self, batches):
         """Host-side positions of a sequence of row batches' non-zeros.
 
-        Returns the positions in the matrix's non-zeros, each entry's row within
-        its batch, each row's first entry within its batch, and the entry bounds
-        of each batch.
+        Returns, per batch, the positions of its entries in the matrix's non-zeros
+        and each entry's row within the batch.
         """
         rows = np.concatenate(batches)
         starts = self.indptr[rows]
@@ -65,76 +64,67 @@ class DeviceCSR:
         ends = np.cumsum(lengths)
         positions = np.repeat(starts - ends + lengths, lengths) + np.arange(ends[-1])
         sizes = np.array([len(b) for b in batches])
-        first_row = np.cumsum(sizes) - sizes
-        local = np.arange(len(rows)) - np.repeat(first_row, sizes)
+        local = np.arange(len(rows)) - np.repeat(np.cumsum(sizes) - sizes, sizes)
+        entry_rows = np.repeat(local, lengths)
         bounds = np.concatenate([[0], ends[np.cumsum(sizes) - 1]])
-        row_starts = ends - lengths - np.repeat(bounds[:-1], sizes)
-        return positions, np.repeat(local, lengths), row_starts, bounds, sizes
+        return [(positions[lo:hi], entry_rows[lo:hi]) for lo, hi in zip(bounds, bounds[1:])]
 
-    def _upload(self, *arrays):
-        host = torch.from_numpy(np.concatenate(arrays))
+    def _upload(self, per_batch):
+        """Upload per-batch tuples of int64 host arrays in one copy; yield them as
+        tuples of tensors on the storage device."""
+        flat = [np.asarray(a, dtype=np.int64) for arrays in per_batch for a in arrays]
+        host = torch.from_numpy(np.concatenate(flat))
         if self.storage.type == "cuda":
             host = host.pin_memory()
-        return host.to(self.storage, non_blocking=True)
+        device_copy = host.to(self.storage, non_blocking=True)
+        bounds = np.concatenate([[0], np.cumsum([a.size for a in flat])])
+        arity = len(per_batch[0])
+        for b in range(len(per_batch)):
+            yield tuple(device_copy[bounds[i]:bounds[i + 1]]
+                        for i in range(b * arity, (b + 1) * arity))
 
     def dense_batches(self, batches):
         """Yield one dense float32 ``(len(rows), n_columns)`` tensor per array of rows."""
         if not batches:
             return
-        positions, entry_rows, _, bounds, sizes = self._layout(batches)
-        index = self._upload(positions, entry_rows).view(2, -1)
-        for b, size in enumerate(sizes):
-            part = index[:, bounds[b]:bounds[b + 1]]
-            flat = part[1] * self.shape[1] + self.columns.index_select(0, part[0])
-            dense = torch.zeros(int(size) * self.shape[1], dtype=torch.float32, device=self.storage)
-            dense[flat] = self.values.index_select(0, part[0])
-            yield dense.view(int(size), self.shape[1]).to(self.device, non_blocking=True)
+        for rows, (positions, entry_rows) in zip(batches, self._upload(self._layout(batches))):
+            flat = entry_rows * self.shape[1] + self.columns.index_select(0, positions)
+            dense = torch.zeros(len(rows) * self.shape[1], dtype=torch.float32,
+                                device=self.storage)
+            dense[flat] = self.values.index_select(0, positions)
+            yield dense.view(len(rows), self.shape[1]).to(self.device, non_blocking=True)
 
     def sparse_batches(self, batches):
         """Yield one :class:`~._sparse.SparseRows` per array of rows.
 
-        The column-major order of each batch (for the first layer's weight
-        gradient) is a stable sort of its columns on the host, a radix sort
+        The column-major order of each batch (for the products with the
+        transpose) is a stable sort of its columns on the host, a radix sort
         while the vocabulary fits in 16 bits.
         """
         if not batches:
             return
-        positions, entry_rows, row_starts, bounds, sizes = self._layout(batches)
-        columns = self.host_columns[positions]
         key_type = np.uint16 if self.shape[1] <= 1 << 16 else np.int64
-        orders, present, firsts, column_bounds = [], [], [], [0]
-        for b in range(len(sizes)):
-            part = columns[bounds[b]:bounds[b + 1]]
-            order = np.argsort(part.astype(key_type), kind="stable")
-            ordered = part[order]
-            first = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]]) if part.size else order
-            orders.append(order)
-            present.append(ordered[first])
-            firsts.append(first)
-            column_bounds.append(column_bounds[-1] + first.size)
-        n = bounds[-1]
-        index = self._upload(positions, entry_rows, np.concatenate(orders).astype(np.int64),
-                             row_starts)
-        by_column = self._upload(np.concatenate(present).astype(np.int64),
-                                 np.concatenate(firsts).astype(np.int64)).view(2, -1)
-        row_bounds = np.concatenate([[0], np.cumsum(sizes)])
-        device = self.device
-        for b, size in enumerate(sizes):
-            lo, hi = bounds[b], bounds[b + 1]
-            where, order = index[lo:hi], index[2 * n + lo:2 * n + hi]
-            rows = index[n + lo:n + hi]
-            clo, chi = column_bounds[b], column_bounds[b + 1]
-            parts = (
-                rows, self.columns.index_select(0, where).long(),
-                self.values.index_select(0, where),
-                index[3 * n + row_bounds[b]:3 * n + row_bounds[b + 1]],
-                by_column[0, clo:chi], by_column[1, clo:chi], order,
-                rows.index_select(0, order), self.values.index_select(0, where[order]),
+        host = []
+        for rows, (positions, entry_rows) in zip(batches, self._layout(batches)):
+            row_bounds = np.searchsorted(entry_rows, np.arange(len(rows) + 1))
+            columns = self.host_columns[positions]
+            order = np.argsort(columns.astype(key_type), kind="stable")
+            ordered = columns[order]
+            first = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])[:ordered.size]
+            host.append((positions, entry_rows, row_bounds, order, ordered[first],
+                         np.r_[first, ordered.size]))
+        for rows, arrays in zip(batches, self._upload(host)):
+            positions, entry_rows, row_bounds, order, present, column_bounds = arrays
+            by_position = positions.index_select(0, order)
+            yield SparseRows(
+                *(t.to(self.device, non_blocking=True) for t in (
+                    entry_rows, self.columns.index_select(0, positions).long(),
+                    self.values.index_select(0, positions), row_bounds)),
+                shape=(len(rows), self.shape[1]),
+                by_column=ColumnMajor(*(t.to(self.device, non_blocking=True) for t in (
+                    present, column_bounds, order, entry_rows.index_select(0, order),
+                    self.values.index_select(0, by_position)))),
             )
-            rows, columns, values, offsets, *by_column_b = (
-                t.to(device, non_blocking=True) for t in parts)
-            yield SparseRows(rows, columns, values, offsets, (int(size), self.shape[1]),
-                             ColumnMajor(*by_column_b))
 
 
 class CSRBatchIterator:

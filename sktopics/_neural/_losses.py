@@ -45,9 +45,7 @@ class _MixtureNLL(torch.autograd.Function):
         theta, table, ratio = ctx.saved_tensors
         x = ctx.x
         weights = -grad_nll.index_select(0, x.rows) * ratio
-        grad_theta = F.embedding_bag(x.columns, table, x.offsets,
-                                     per_sample_weights=weights, mode="sum")
-        return grad_theta, x.transpose_matmul(theta, weights).t(), None
+        return x.matmul(table, weights), x.transpose_matmul(theta, weights).t(), None
 
 
 def mixture_nll(theta, topic_word, x):

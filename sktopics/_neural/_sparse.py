@@ -24,7 +24,7 @@ class ColumnMajor(NamedTuple):
     """A batch's non-zeros grouped by column (columns ascending, rows ascending within)."""
 
     present: torch.Tensor  #: the columns with at least one non-zero
-    starts: torch.Tensor  #: where each present column's entries start
+    bounds: torch.Tensor  #: where each present column's entries start, then their count
     order: torch.Tensor  #: row-major position of each column-major entry
     rows: torch.Tensor  #: each entry's row
     values: torch.Tensor  #: each entry's value
@@ -38,18 +38,18 @@ class SparseRows:
     rows, columns : int64 tensors of shape (nnz,)
         Row-major: rows ascending, no duplicate ``(row, column)`` pair.
     values : float tensor of shape (nnz,)
-    offsets : int64 tensor of shape (n_rows,)
-        Where each row's non-zeros start.
+    bounds : int64 tensor of shape (n_rows + 1,)
+        Where each row's non-zeros start, then their count.
     shape : (n_rows, n_columns)
     by_column : ColumnMajor
         The same non-zeros grouped by column.
     """
 
-    def __init__(self, rows, columns, values, offsets, shape, by_column):
+    def __init__(self, rows, columns, values, bounds, shape, by_column):
         self.rows = rows
         self.columns = columns
         self.values = values
-        self.offsets = offsets
+        self.bounds = bounds
         self.shape = (int(shape[0]), int(shape[1]))
         self.by_column = by_column
 
@@ -68,13 +68,22 @@ class SparseRows:
         """``dense[row, column]`` at every non-zero, shape ``(nnz,)``."""
         return dense[self.rows, self.columns]
 
+    def matmul(self, dense, weights=None):
+        """``x @ dense``, shape ``(n_rows, dense.shape[1])``, for ``x`` with its values
+        replaced by ``weights`` (one per non-zero) if given."""
+        values = self.values if weights is None else weights
+        return F.embedding_bag(self.columns, dense, self.bounds,
+                               per_sample_weights=values.to(dense.dtype), mode="sum",
+                               include_last_offset=True)
+
     def transpose_matmul(self, dense, weights=None):
         """``x.T @ dense``, shape ``(n_columns, dense.shape[1])``, for ``x`` with its
         values replaced by ``weights`` (one per non-zero, row-major) if given."""
         columns = self.by_column
         values = columns.values if weights is None else weights.index_select(0, columns.order)
-        part = F.embedding_bag(columns.rows, dense.contiguous(), columns.starts,
-                               per_sample_weights=values.to(dense.dtype), mode="sum")
+        part = F.embedding_bag(columns.rows, dense.contiguous(), columns.bounds,
+                               per_sample_weights=values.to(dense.dtype), mode="sum",
+                               include_last_offset=True)
         out = dense.new_zeros(self.shape[1], dense.shape[1])
         return out.index_copy_(0, columns.present, part)
 
@@ -85,9 +94,12 @@ class SparseRows:
 
 
 def row_sums(x, per_entry):
-    """Sum ``per_entry`` (one value per non-zero of ``x``) within each row."""
-    out = per_entry.new_zeros(x.shape[0])
-    return out.index_add(0, x.rows, per_entry)
+    """Sum ``per_entry`` (one value per non-zero of ``x``) within each row.
+
+    A segmented reduction: deterministic on a GPU, where ``index_add`` adds
+    floating-point numbers in the order threads happen to run.
+    """
+    return torch.segment_reduce(per_entry, "sum", offsets=x.bounds)
 
 
 class _SparseMatmul(torch.autograd.Function):
@@ -101,8 +113,7 @@ class _SparseMatmul(torch.autograd.Function):
     @staticmethod
     def forward(ctx, table, x):
         ctx.x = x
-        return F.embedding_bag(x.columns, table, x.offsets,
-                               per_sample_weights=x.values.to(table.dtype), mode="sum")
+        return x.matmul(table)
 
     @staticmethod
     def backward(ctx, grad_out):

@@ -1,0 +1,156 @@
+"""The protocol that chooses the neural models' defaults: candidates over several corpora.
+
+Every candidate configuration is fitted on every corpus, at every number of topics,
+with several seeds, and scored on the corpus's held-out split: NPMI of the top 10
+words (held-out documents as reference, boolean documents, epsilon convention),
+topic diversity (TD@10), and the held-out log-likelihood per token from ``score``
+(on at most 2,000 held-out documents). A default must keep TD@10 >= 0.8.
+
+The corpora are general-purpose ones of several kinds (news, newsgroups, paper
+titles, long and short documents, small and large vocabularies), plus the setting
+of a new user: 4,000 raw 20 Newsgroups posts through ``CountVectorizer(
+stop_words="english", min_df=5, max_df=0.5)`` (over 10,000 words). The winner is
+the candidate with the best mean rank over all (corpus, K) cells, not the best
+on any one corpus.
+
+Usage::
+
+    python benchmarks/neural_defaults.py                      # the whole grid (hours)
+    python benchmarks/neural_defaults.py --corpora 20ng bbc --topics 50 --seeds 0
+
+Writes ``benchmarks/results/<name>.{json,md,rst}`` after every fit.
+"""
+
+import argparse
+import tarfile
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+import torch
+from _common import default_data_home, machine, markdown_table, write_results
+from sklearn.feature_extraction.text import CountVectorizer
+
+from sktopics import AVITM, ProdLDA
+from sktopics.datasets import load_20news_avitm, load_nyt, load_octis
+from sktopics.metrics import npmi_coherence, topic_diversity
+
+ESTIMATORS = {"ProdLDA": ProdLDA, "AVITM": AVITM}
+
+#: Candidate configurations (constructor parameters on top of ``max_iter``).
+CANDIDATES = {
+    "avitm": {"dropout": 0.6, "batch_size": 200, "batch_sampling": "with_replacement"},
+    "diverse": {"dropout": 0.2, "batch_size": 64, "batch_sampling": "shuffle"},
+    "light": {"dropout": 0.2, "batch_size": 200, "batch_sampling": "shuffle"},
+    "light_bg": {"dropout": 0.2, "batch_size": 200, "batch_sampling": "shuffle",
+                 "word_background": True},
+}
+
+
+def raw_posts(data_home, n_train=4000, n_test=2000):
+    path = Path(data_home) / "20news_bydate" / "20news-bydate.tar.gz"
+    with tarfile.open(path) as archive:
+        members = [m for m in archive.getmembers() if m.isfile()]
+        train = [archive.extractfile(m).read().decode("latin-1") for m in members
+                 if "-train/" in m.name]
+        test = [archive.extractfile(m).read().decode("latin-1") for m in members
+                if "-test/" in m.name]
+    rng = np.random.default_rng(0)
+    train = [train[i] for i in rng.permutation(len(train))[:n_train]]
+    test = [test[i] for i in rng.permutation(len(test))[:n_test]]
+    vectorizer = CountVectorizer(stop_words="english", min_df=5, max_df=0.5)
+    return vectorizer.fit_transform(train), vectorizer.transform(test)
+
+
+def load(name, data_home):
+    if name == "20ng":
+        return (load_20news_avitm(data_home, subset="train").data,
+                load_20news_avitm(data_home, subset="test").data)
+    if name == "nyt":
+        return load_nyt(data_home, subset="train").data, load_nyt(data_home, subset="test").data
+    if name == "20ng_raw":
+        return raw_posts(data_home)
+    octis = {"bbc": "BBC_News", "dblp": "DBLP", "m10": "M10"}[name]
+    return (load_octis(octis, data_home, subset="train").data,
+            load_octis(octis, data_home, subset="test").data)
+
+
+def evaluate(model, X_test):
+    kept = X_test[np.asarray(X_test.sum(1)).ravel() > 0]
+    return {
+        "npmi": npmi_coherence(model, kept, 10).mean,
+        "td10": topic_diversity(model, 10),
+        "loglik": model.score(kept[:2000]),
+    }
+
+
+def summarise(rows):
+    """Mean per (model, corpus, K, candidate) over seeds, and each candidate's mean rank."""
+    cells = {}
+    for r in rows:
+        cells.setdefault((r["model"], r["corpus"], r["K"], r["candidate"]), []).append(r)
+    means = []
+    for (model, corpus, k, candidate), group in sorted(cells.items()):
+        means.append({"model": model, "corpus": corpus, "K": k, "candidate": candidate,
+                      "seeds": len(group),
+                      **{m: float(np.mean([g[m] for g in group]))
+                         for m in ("npmi", "td10", "loglik", "fit_s")}})
+    return means
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data-home", default=default_data_home())
+    parser.add_argument("--models", nargs="+", default=["ProdLDA"], choices=list(ESTIMATORS))
+    parser.add_argument("--corpora", nargs="+",
+                        default=["20ng", "bbc", "m10", "20ng_raw", "nyt", "dblp"])
+    parser.add_argument("--topics", type=int, nargs="+", default=[50, 20, 100])
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--candidates", nargs="+", default=list(CANDIDATES),
+                        choices=list(CANDIDATES))
+    parser.add_argument("--max-iter", type=int, default=50)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--name", default="neural_defaults")
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    warnings.simplefilter("ignore", UserWarning)
+    info = machine()
+    rows = []
+    header = (
+        f"Measured on {info['cpu']} ({info['cpu_count']} cores, torch {info['torch']}, "
+        f"{args.threads} threads), commit {info.get('git_commit')}; max_iter={args.max_iter}; "
+        "NPMI: held-out split as reference, boolean documents, epsilon convention, top 10; "
+        "TD@10; loglik: `score` per token on at most 2,000 held-out documents; means over "
+        "seeds.\n\n"
+    )
+    for k in args.topics:
+        for corpus in args.corpora:
+            X, X_test = load(corpus, args.data_home)
+            for seed in args.seeds:
+                for model_name in args.models:
+                    for candidate in args.candidates:
+                        params = dict(CANDIDATES[candidate])
+                        if model_name == "AVITM":
+                            params.pop("word_background", None)
+                        model = ESTIMATORS[model_name](
+                            k, max_iter=args.max_iter, random_state=seed, device="cpu",
+                            n_jobs=args.threads, **params)
+                        start = time.perf_counter()
+                        model.fit(X)
+                        row = {"model": model_name, "corpus": corpus, "K": k,
+                               "candidate": candidate, "seed": seed,
+                               "fit_s": time.perf_counter() - start,
+                               "n_docs": X.shape[0], "n_words": X.shape[1],
+                               **evaluate(model, X_test)}
+                        rows.append(row)
+                        print(row, flush=True)
+                        write_results(args.name, {"machine": info, "args": vars(args),
+                                                  "rows": rows},
+                                      header + markdown_table(summarise(rows), [
+                                          "model", "corpus", "K", "candidate", "seeds",
+                                          "npmi", "td10", "loglik", "fit_s"]))
+
+
+if __name__ == "__main__":
+    main()
