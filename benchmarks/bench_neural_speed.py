@@ -16,6 +16,8 @@ Writes ``benchmarks/results/neural_speed_vs_plain.{json,md,rst}`` (speed) and
 """
 
 import argparse
+import multiprocessing
+import resource
 import time
 import warnings
 
@@ -44,6 +46,31 @@ def fit_plain(name, X, n_topics, epochs, seed):
     start = time.perf_counter()
     model, durations = train_plain(X, n_topics, epochs, mixture=name == "AVITM", seed=seed)
     return model, durations, time.perf_counter() - start
+
+
+def _peak_memory_child(name, data_home, n_topics, plain, queue):
+    torch.set_num_threads(1)
+    X = load_20news_avitm(data_home, subset="train").data
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    if plain:
+        train_plain(X, n_topics, 1, mixture=name == "AVITM")
+    else:
+        ESTIMATORS[name](n_topics, max_iter=1, device="cpu", n_jobs=1).fit(X)
+    after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    queue.put(((after - before) / 1024, X.data.nbytes + X.indices.nbytes + X.indptr.nbytes))
+
+
+def peak_memory(name, data_home, n_topics, plain):
+    """Rise of the peak resident memory over one epoch's fit, in a fresh process (MB),
+    and the CSR matrix's size (bytes)."""
+    context = multiprocessing.get_context("spawn")
+    queue = context.Queue()
+    child = context.Process(target=_peak_memory_child,
+                            args=(name, data_home, n_topics, plain, queue))
+    child.start()
+    result = queue.get()
+    child.join()
+    return result
 
 
 def quality(topic_word_or_model, X_test):
@@ -80,9 +107,12 @@ def main():
             our_epochs += durations[1:]
             print(name, round_, np.median(plain_epochs), np.median(our_epochs), flush=True)
         plain, ours = float(np.median(plain_epochs)), float(np.median(our_epochs))
+        plain_mb, csr_bytes = peak_memory(name, args.data_home, args.topics, plain=True)
+        our_mb, _ = peak_memory(name, args.data_home, args.topics, plain=False)
         speed_rows.append({"model": name, "plain_s_per_epoch": plain,
                            "sktopics_s_per_epoch": ours, "ratio": ours / plain,
-                           "epochs_timed": len(our_epochs)})
+                           "epochs_timed": len(our_epochs), "csr_mb": csr_bytes / 2**20,
+                           "plain_peak_rise_mb": plain_mb, "sktopics_peak_rise_mb": our_mb})
         for seed in args.seeds:
             model, _, seconds = fit_plain(name, X, args.topics, args.quality_epochs, seed)
             quality_rows.append({"model": name, "code": "plain loop", "seed": seed,
@@ -106,13 +136,16 @@ def main():
         f"{args.threads} threads), commit {info.get('git_commit')}; 20news_avitm "
         f"{X.shape[0]} documents, V = {X.shape[1]}, K = {args.topics}, batch 200. Speed: "
         f"median seconds per epoch over {args.rounds} alternating rounds of "
-        f"{args.speed_epochs} epochs (first epoch of each fit left out). Quality: "
+        f"{args.speed_epochs} epochs (first epoch of each fit left out). Memory: rise of "
+        "the peak resident set over a one-epoch fit in a fresh process, next to the CSR "
+        "matrix's size. Quality: "
         f"{args.quality_epochs} epochs, NPMI (test reference, epsilon convention, top 10) "
         "and TD@10, mean over seeds.\n\n"
     )
     payload = {"machine": info, "args": vars(args), "speed": speed_rows, "quality": quality_rows}
     write_results(args.name, payload, header + markdown_table(
-        speed_rows, ["model", "plain_s_per_epoch", "sktopics_s_per_epoch", "ratio", "epochs_timed"]))
+        speed_rows, ["model", "plain_s_per_epoch", "sktopics_s_per_epoch", "ratio", "epochs_timed",
+                     "csr_mb", "plain_peak_rise_mb", "sktopics_peak_rise_mb"]))
     if means:
         write_results(args.name + "_quality", payload, header + markdown_table(
             means, ["model", "code", "seeds", "fit_s", "npmi", "td10"]))

@@ -32,19 +32,37 @@ import torch
 from _common import default_data_home, machine, markdown_table, write_results
 from sklearn.feature_extraction.text import CountVectorizer
 
-from sktopics import AVITM, ProdLDA
+from sktopics import AVITM, PAMVI, ProdLDA
 from sktopics.datasets import load_20news_avitm, load_nyt, load_octis
 from sktopics.metrics import npmi_coherence, topic_diversity
 
-ESTIMATORS = {"ProdLDA": ProdLDA, "AVITM": AVITM}
+#: How each model is built for K topics (PAMVI: 2 super-topics over K sub-topics).
+ESTIMATORS = {
+    "ProdLDA": ProdLDA,
+    "AVITM": AVITM,
+    "PAMVI": lambda k, **params: PAMVI(structure=(2, k), **params),
+}
 
-#: Candidate configurations (constructor parameters on top of ``max_iter``).
+#: Candidate configurations per model (constructor parameters on top of ``max_iter``).
+#: "avitm" is the original code's configuration (the class defaults before this protocol).
 CANDIDATES = {
-    "avitm": {"dropout": 0.6, "batch_size": 200, "batch_sampling": "with_replacement"},
-    "diverse": {"dropout": 0.2, "batch_size": 64, "batch_sampling": "shuffle"},
-    "light": {"dropout": 0.2, "batch_size": 200, "batch_sampling": "shuffle"},
-    "light_bg": {"dropout": 0.2, "batch_size": 200, "batch_sampling": "shuffle",
-                 "word_background": True},
+    "ProdLDA": {
+        "avitm": {"dropout": 0.6, "batch_size": 200, "batch_sampling": "with_replacement"},
+        "diverse": {"dropout": 0.2, "batch_size": 64, "batch_sampling": "shuffle"},
+        "light": {"dropout": 0.2, "batch_size": 200, "batch_sampling": "shuffle"},
+        "light_bg": {"dropout": 0.2, "batch_size": 200, "batch_sampling": "shuffle",
+                     "word_background": True},
+    },
+    "AVITM": {
+        "avitm": {"dropout": 0.25, "learning_rate": 1e-2, "batch_size": 200,
+                  "batch_sampling": "with_replacement", "shared_noise": True},
+        "diverse": {"dropout": 0.2, "learning_rate": 2e-3, "batch_size": 64,
+                    "batch_sampling": "shuffle", "shared_noise": False},
+    },
+    "PAMVI": {  # "current": the defaults before this protocol, their own 100 epochs
+        "current": {"batch_size": 64, "learning_rate": 5e-3, "max_iter": 100},
+        "b200": {"batch_size": 200, "learning_rate": 1e-2},
+    },
 }
 
 
@@ -107,9 +125,10 @@ def main():
                         default=["20ng", "bbc", "m10", "20ng_raw", "nyt", "dblp"])
     parser.add_argument("--topics", type=int, nargs="+", default=[50, 20, 100])
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    parser.add_argument("--candidates", nargs="+", default=list(CANDIDATES),
-                        choices=list(CANDIDATES))
-    parser.add_argument("--max-iter", type=int, default=50)
+    parser.add_argument("--candidates", nargs="+", default=None,
+                        help="names from CANDIDATES (default: all of each model's)")
+    parser.add_argument("--max-iter", type=int, default=50,
+                        help="epochs of every candidate that does not set its own")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--name", default="neural_defaults")
     args = parser.parse_args()
@@ -119,7 +138,8 @@ def main():
     rows = []
     header = (
         f"Measured on {info['cpu']} ({info['cpu_count']} cores, torch {info['torch']}, "
-        f"{args.threads} threads), commit {info.get('git_commit')}; max_iter={args.max_iter}; "
+        f"{args.threads} threads), commit {info.get('git_commit')}; max_iter={args.max_iter} "
+        "unless a candidate sets its own; "
         "NPMI: held-out split as reference, boolean documents, epsilon convention, top 10; "
         "TD@10; loglik: `score` per token on at most 2,000 held-out documents; means over "
         "seeds.\n\n"
@@ -129,13 +149,13 @@ def main():
             X, X_test = load(corpus, args.data_home)
             for seed in args.seeds:
                 for model_name in args.models:
-                    for candidate in args.candidates:
-                        params = dict(CANDIDATES[candidate])
-                        if model_name == "AVITM":
-                            params.pop("word_background", None)
+                    for candidate in args.candidates or CANDIDATES[model_name]:
+                        if candidate not in CANDIDATES[model_name]:
+                            continue
+                        params = CANDIDATES[model_name][candidate]
                         model = ESTIMATORS[model_name](
-                            k, max_iter=args.max_iter, random_state=seed, device="cpu",
-                            n_jobs=args.threads, **params)
+                            k, random_state=seed, device="cpu", n_jobs=args.threads,
+                            **{"max_iter": args.max_iter, **params})
                         start = time.perf_counter()
                         model.fit(X)
                         row = {"model": model_name, "corpus": corpus, "K": k,

@@ -18,9 +18,9 @@ def _build_model(name, n_topics, epochs, seed):
 
     params = dict(n_components=n_topics, max_iter=epochs, device="cpu", random_state=seed)
     if name == "prodlda":
-        return ProdLDA.from_preset("diverse", **params)
-    if name == "prodlda-faithful":
         return ProdLDA(**params)
+    if name == "prodlda-faithful":
+        return ProdLDA.from_preset("avitm", **params)
     return AVITM(**params)
 
 
@@ -57,8 +57,9 @@ def main(argv=None):
     commands = parser.add_subparsers(dest="command", required=True)
     run = commands.add_parser("demo", help="fit a topic model on the embedded BBC corpus")
     run.add_argument("--model", choices=MODELS, default="prodlda",
-                     help="prodlda: ProdLDA's 'diverse' preset (default); prodlda-faithful: "
-                          "the original AVITM code's settings; avitm: LDA by AEVB")
+                     help="prodlda: ProdLDA at its defaults (default); prodlda-faithful: "
+                          "the original AVITM code's settings (preset 'avitm'); avitm: "
+                          "LDA by AEVB")
     run.add_argument("--topics", type=int, default=20)
     run.add_argument("--epochs", type=int, default=100)
     run.add_argument("--seed", type=int, default=0)

@@ -346,9 +346,13 @@ def test_word_background_is_the_log_training_frequency(corpus):
 def test_from_preset():
     model = ProdLDA.from_preset("diverse", n_components=7)
     assert model.n_components == 7
-    assert model.dropout == 0.2
+    assert model.get_params() == ProdLDA(n_components=7).get_params()  # the defaults
     assert clone(model).get_params() == model.get_params()
-    with pytest.raises(ValueError, match="preset"):
+    faithful = ProdLDA.from_preset("avitm", max_iter=3)
+    assert (faithful.dropout, faithful.batch_size, faithful.batch_sampling) == (
+        0.6, 200, "with_replacement")
+    assert faithful.max_iter == 3  # parameters override the preset
+    with pytest.raises(ValueError, match="preset 'nope' for ProdLDA"):
         ProdLDA.from_preset("nope")
 
 

@@ -34,8 +34,7 @@ n_topics = 15
 # of 200, 40 epochs are only 320 optimiser steps, too few for coherent topics.
 models = {
     "LDAGibbs": LDAGibbs(n_components=n_topics, max_iter=150, random_state=0),
-    "ProdLDA (diverse)": ProdLDA.from_preset(
-        "diverse", n_components=n_topics, max_iter=40, random_state=0, device="cpu"),
+    "ProdLDA": ProdLDA(n_components=n_topics, max_iter=40, random_state=0, device="cpu"),
     "AVITM": AVITM(n_components=n_topics, max_iter=40, batch_size=64, random_state=0,
                    device="cpu"),
     "sklearn LDA (VB)": LatentDirichletAllocation(

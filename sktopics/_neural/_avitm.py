@@ -2,7 +2,7 @@
 
 from .._generative import MixtureLikelihood
 from ..utils._docstring import fill_doc
-from ._docs import COUNT_POLICY, ENCODER_AND_TRAINING, FITTED_ATTRIBUTES
+from ._docs import COUNT_POLICY, ENCODER_AND_TRAINING, FITTED_ATTRIBUTES, batch_parameters
 from ._estimator import NeuralTopicModel
 from ._modules import MixtureDecoder
 
@@ -10,7 +10,8 @@ __all__ = ["AVITM"]
 
 
 @fill_doc(shared_parameters=ENCODER_AND_TRAINING, fitted_attributes=FITTED_ATTRIBUTES,
-          count_policy=COUNT_POLICY)
+          count_policy=COUNT_POLICY,
+          batch_parameters=batch_parameters(200, "with_replacement"))
 class AVITM(NeuralTopicModel):
     """LDA trained by autoencoding variational inference (the paper's NVLDA).
 
@@ -29,6 +30,7 @@ class AVITM(NeuralTopicModel):
     doc_topic_prior : float or array-like of shape (n_components,), default=1.0
         Dirichlet parameter ``alpha`` approximated by the logistic-normal prior.
     {shared_parameters}
+    {batch_parameters}
     dropout : float, default=0.25
         Drop probability after the encoder's last hidden layer and on ``theta``
         (the original NVLDA code keeps 75 %).

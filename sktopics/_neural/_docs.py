@@ -12,15 +12,9 @@ learning_rate : float
 adam_betas : tuple of float, default=(0.99, 0.999)
     Adam's (beta1, beta2). The high momentum beta1 = 0.99 is one of the
     paper's measures against component collapse.
-batch_size : int, default=200
-    Documents per mini-batch (AVITM: 200).
 max_iter : int
     Number of epochs. Under ``warm_start`` each ``fit`` adds ``max_iter``
     epochs, each ``partial_fit`` one epoch, and ``n_iter_`` accumulates.
-batch_sampling : {"with_replacement", "shuffle"}, default="with_replacement"
-    ``"with_replacement"`` (the original code) draws ``n // batch_size``
-    batches of ``batch_size`` documents with replacement per epoch;
-    ``"shuffle"`` visits a fresh permutation of the documents per epoch.
 bn_momentum : float, default=1e-3
     Running-average momentum of the batch norms (TF ``decay=0.999``).
 bn_eps : float, default=1e-3
@@ -91,5 +85,19 @@ COUNT_POLICY = """
 Input is a non-negative document-term count matrix, sparse or dense. Fractional
 entries are used as weights (for example tf-idf-like re-weightings). Documents
 without tokens are ignored by ``fit`` and get the prior mean in ``transform``.
-The matrix is densified one mini-batch at a time.
+Training and inference read the matrix's non-zeros only, one mini-batch at a
+time; it is never densified.
+"""
+
+
+
+def batch_parameters(batch_size, batch_sampling):
+    """The ``batch_size`` and ``batch_sampling`` entries, with a class's defaults."""
+    return f"""
+batch_size : int, default={batch_size}
+    Documents per mini-batch (the original AVITM code: 200).
+batch_sampling : {{"with_replacement", "shuffle"}}, default="{batch_sampling}"
+    ``"with_replacement"`` (the original code) draws ``n // batch_size``
+    batches of ``batch_size`` documents with replacement per epoch;
+    ``"shuffle"`` visits a fresh permutation of the documents per epoch.
 """

@@ -63,6 +63,34 @@ class NeuralTopicModel(BaseTopicModel):
 
     _partial_fit_options = {"epochs": 1}
 
+    #: Named parameter sets of :meth:`from_preset` (subclasses fill it in).
+    PRESETS = {}
+
+    @classmethod
+    def from_preset(cls, name, **params):
+        """An estimator configured by a named preset, with ``params`` overriding it.
+
+        A preset only sets ordinary constructor parameters, so the result clones,
+        pickles and grid-searches like any other instance. ``PRESETS`` lists
+        them; the class docstring describes each.
+
+        Parameters
+        ----------
+        name : str
+            A key of the class's ``PRESETS``.
+        **params
+            Any constructor parameter, applied on top of the preset.
+
+        Returns
+        -------
+        model : estimator
+            An unfitted estimator of this class.
+        """
+        if name not in cls.PRESETS:
+            raise ValueError(f"Unknown preset {name!r} for {cls.__name__}; choose one of "
+                             f"{sorted(cls.PRESETS)}.")
+        return cls(**{**cls.PRESETS[name], **params})
+
     # ----------------------------------------------------------------- fitting
     def _fit(self, X, seed, *, warm, epochs=None):
         X = X.astype(np.float32)

@@ -24,7 +24,7 @@ from ..pam import PAMStructure
 from ..utils._docstring import fill_doc
 from ..utils._sklearn_compat import Interval, StrOptions, check_is_fitted
 from ..utils._torch import evaluation_mode
-from ._docs import COUNT_POLICY, ENCODER_AND_TRAINING
+from ._docs import COUNT_POLICY, ENCODER_AND_TRAINING, batch_parameters
 from ._estimator import EncoderProposal, NeuralTopicModel
 from ._pam_modules import LOGVAR_NORMS, PAMVAE, GainMixtureDecoder, StructuredEncoder
 
@@ -323,9 +323,6 @@ PAM_TRAINING = ENCODER_AND_TRAINING.replace(
     "Widths of the inference network's hidden layers (AVITM: 100-100).",
     "Widths of the hidden layers of each level's MLP (one MLP per internal level).",
 ).replace(
-    'batch_sampling : {"with_replacement", "shuffle"}, default="with_replacement"',
-    'batch_sampling : {"with_replacement", "shuffle"}, default="shuffle"',
-).replace(
     """bn_eps : float, default=1e-3
     Batch-norm epsilon (TF default).""",
     """bn_eps : float, default=1e-6
@@ -336,7 +333,7 @@ PAM_TRAINING = ENCODER_AND_TRAINING.replace(
     (NPMI 0.14, TD 0.07); with 1e-6 it stayed active through 60 epochs (NPMI
     0.19, TD 0.44, held-out likelihood slightly higher). Neutral on the
     smaller settings tried (user guide).""",
-)
+) + batch_parameters(64, "shuffle").lstrip("\n")
 
 
 SHIFT_INIT = """
