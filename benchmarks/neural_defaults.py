@@ -18,10 +18,13 @@ Usage::
     python benchmarks/neural_defaults.py                      # the whole grid (hours)
     python benchmarks/neural_defaults.py --corpora 20ng bbc --topics 50 --seeds 0
 
-Writes ``benchmarks/results/<name>.{json,md,rst}`` after every fit.
+Writes ``benchmarks/results/<name>.{json,md,rst,png}`` and the mean ranks,
+``<name>_ranks.{json,md,rst}``, after every fit (``--plot-only`` redraws the figure
+and the ranks from the JSON).
 """
 
 import argparse
+import json
 import tarfile
 import time
 import warnings
@@ -117,6 +120,64 @@ def summarise(rows):
     return means
 
 
+def mean_ranks(rows):
+    """Each candidate's rank (1 = best) per (corpus, K) cell and metric, averaged."""
+    cells = sorted({(r["model"], r["corpus"], r["K"]) for r in rows})
+    ranks, wins = {}, {}
+    for cell in cells:
+        in_cell = [r for r in rows if (r["model"], r["corpus"], r["K"]) == cell]
+        candidates = sorted({r["candidate"] for r in in_cell})
+        for metric in ("npmi", "td10", "loglik"):
+            means = {c: np.mean([r[metric] for r in in_cell if r["candidate"] == c])
+                     for c in candidates}
+            for place, c in enumerate(sorted(candidates, key=lambda c: -means[c]), 1):
+                ranks.setdefault((cell[0], c), []).append(place)
+                wins.setdefault((cell[0], c), {}).setdefault(metric, 0)
+                wins[(cell[0], c)][metric] += place == 1
+    return [{"model": model, "candidate": c, "mean_rank": float(np.mean(v)),
+             "cells": len(v) // 3, **{f"best_{m}": wins[(model, c)][m]
+                                      for m in ("npmi", "td10", "loglik")}}
+            for (model, c), v in sorted(ranks.items(), key=lambda kv: np.mean(kv[1]))]
+
+
+def write_ranks(name, rows):
+    ranks = mean_ranks(rows)
+    write_results(name + "_ranks", {"rows": ranks}, markdown_table(ranks, [
+        "model", "candidate", "mean_rank", "cells", "best_npmi", "best_td10", "best_loglik"]))
+
+
+def plot(rows, path):
+    """NPMI against TD@10 per corpus and K: one point per fit, one colour per candidate."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    cells = sorted({(r["corpus"], r["K"]) for r in rows}, key=lambda c: (c[1], c[0]))
+    candidates = sorted({r["candidate"] for r in rows})
+    n_cols = min(len(cells), 3)
+    n_rows = -(-len(cells) // n_cols)
+    fig, axes = plt.subplots(n_rows, n_cols, figsize=(3.6 * n_cols, 3.0 * n_rows),
+                             squeeze=False)
+    for ax, (corpus, k) in zip(axes.ravel(), cells):
+        for i, candidate in enumerate(candidates):
+            points = [r for r in rows if (r["corpus"], r["K"], r["candidate"]) == (corpus, k,
+                                                                                    candidate)]
+            ax.scatter([p["td10"] for p in points], [p["npmi"] for p in points],
+                       color=f"C{i}", label=candidate, s=22)
+        ax.axvline(0.8, color="grey", lw=0.8, ls="--")
+        ax.set_title(f"{corpus}, K = {k}", fontsize=10)
+        ax.set_xlabel("topic diversity (top 10)")
+        ax.set_ylabel("held-out NPMI")
+    for ax in axes.ravel()[len(cells):]:
+        ax.set_visible(False)
+    axes[0, 0].legend(fontsize=8)
+    fig.suptitle(f"{rows[0]['model']}: one point per seed; dashed: TD = 0.8", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data-home", default=default_data_home())
@@ -131,7 +192,15 @@ def main():
                         help="epochs of every candidate that does not set its own")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--name", default="neural_defaults")
+    parser.add_argument("--plot-only", action="store_true",
+                        help="redraw results/<name>.png from results/<name>.json")
     args = parser.parse_args()
+    figure = Path(__file__).resolve().parent / "results" / f"{args.name}.png"
+    if args.plot_only:
+        rows = json.loads(figure.with_suffix(".json").read_text())["rows"]
+        plot(rows, figure)
+        write_ranks(args.name, rows)
+        return
     torch.set_num_threads(args.threads)
     warnings.simplefilter("ignore", UserWarning)
     info = machine()
@@ -170,6 +239,8 @@ def main():
                                       header + markdown_table(summarise(rows), [
                                           "model", "corpus", "K", "candidate", "seeds",
                                           "npmi", "td10", "loglik", "fit_s"]))
+                        write_ranks(args.name, rows)
+                        plot(rows, figure)
 
 
 if __name__ == "__main__":

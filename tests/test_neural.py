@@ -343,17 +343,21 @@ def test_word_background_is_the_log_training_frequency(corpus):
     assert not np.any(fitted(ProdLDA, corpus).net_.module_.decoder.background.numpy())
 
 
-def test_from_preset():
-    model = ProdLDA.from_preset("diverse", n_components=7)
+@pytest.mark.parametrize("cls, faithful", [
+    (ProdLDA, {"dropout": 0.6, "batch_size": 200, "batch_sampling": "with_replacement"}),
+    (AVITM, {"dropout": 0.25, "learning_rate": 1e-2, "batch_size": 200,
+             "batch_sampling": "with_replacement", "shared_noise": True}),
+])
+def test_from_preset(cls, faithful):
+    model = cls.from_preset("diverse", n_components=7)
     assert model.n_components == 7
-    assert model.get_params() == ProdLDA(n_components=7).get_params()  # the defaults
+    assert model.get_params() == cls(n_components=7).get_params()  # the defaults
     assert clone(model).get_params() == model.get_params()
-    faithful = ProdLDA.from_preset("avitm", max_iter=3)
-    assert (faithful.dropout, faithful.batch_size, faithful.batch_sampling) == (
-        0.6, 200, "with_replacement")
-    assert faithful.max_iter == 3  # parameters override the preset
-    with pytest.raises(ValueError, match="preset 'nope' for ProdLDA"):
-        ProdLDA.from_preset("nope")
+    paper = cls.from_preset("avitm", max_iter=3)
+    assert {key: paper.get_params()[key] for key in faithful} == faithful
+    assert paper.max_iter == 3  # parameters override the preset
+    with pytest.raises(ValueError, match=f"preset 'nope' for {cls.__name__}"):
+        cls.from_preset("nope")
 
 
 @pytest.mark.parametrize("cls", NEURAL)

@@ -29,14 +29,11 @@ n_topics = 15
 
 # %%
 # Four models, 15 topics each. Every sktopics estimator takes the same
-# ``(n_documents, n_words)`` counts as scikit-learn's LDA. The corpus is small (1,556
-# training documents), so the neural models use batches of 64: with AVITM's batches
-# of 200, 40 epochs are only 320 optimiser steps, too few for coherent topics.
+# ``(n_documents, n_words)`` counts as scikit-learn's LDA.
 models = {
     "LDAGibbs": LDAGibbs(n_components=n_topics, max_iter=150, random_state=0),
     "ProdLDA": ProdLDA(n_components=n_topics, max_iter=40, random_state=0, device="cpu"),
-    "AVITM": AVITM(n_components=n_topics, max_iter=40, batch_size=64, random_state=0,
-                   device="cpu"),
+    "AVITM": AVITM(n_components=n_topics, max_iter=40, random_state=0, device="cpu"),
     "sklearn LDA (VB)": LatentDirichletAllocation(
         n_components=n_topics, max_iter=20, learning_method="batch", random_state=0),
 }

@@ -11,7 +11,7 @@ __all__ = ["AVITM"]
 
 @fill_doc(shared_parameters=ENCODER_AND_TRAINING, fitted_attributes=FITTED_ATTRIBUTES,
           count_policy=COUNT_POLICY,
-          batch_parameters=batch_parameters(200, "with_replacement"))
+          batch_parameters=batch_parameters(64, "shuffle"))
 class AVITM(NeuralTopicModel):
     """LDA trained by autoencoding variational inference (the paper's NVLDA).
 
@@ -20,8 +20,17 @@ class AVITM(NeuralTopicModel):
     Laplace approximation of ``Dirichlet(alpha)`` as prior and an amortised
     logistic-normal posterior given by an inference network.
 
-    Defaults follow the original NVLDA code (see the user guide), with inference
-    using batch-norm statistics measured over the training set at the end of fit.
+    The defaults were chosen by a protocol over five corpora and three seeds
+    (held-out NPMI, topic diversity and held-out likelihood; see the user
+    guide): lighter dropout, a smaller learning rate, smaller shuffled batches,
+    one noise draw per document and 50 epochs. ``AVITM.from_preset("avitm")``
+    reproduces the original NVLDA code (dropout 0.25, learning rate 1e-2,
+    batches of 200 drawn with replacement, one noise draw per batch, 300
+    epochs). Either way inference uses batch-norm statistics measured over the
+    training set at the end of fit.
+
+    Presets (:meth:`from_preset`): ``"avitm"``, the paper's configuration;
+    ``"diverse"``, the defaults.
 
     Parameters
     ----------
@@ -31,10 +40,10 @@ class AVITM(NeuralTopicModel):
         Dirichlet parameter ``alpha`` approximated by the logistic-normal prior.
     {shared_parameters}
     {batch_parameters}
-    dropout : float, default=0.25
+    dropout : float, default=0.2
         Drop probability after the encoder's last hidden layer and on ``theta``
-        (the original NVLDA code keeps 75 %).
-    shared_noise : bool, default=True
+        (the original NVLDA code: 0.25, it keeps 75 %).
+    shared_noise : bool, default=False
         Draw one reparameterisation noise vector per batch instead of one per
         document during training, as the original NVLDA code does.
 
@@ -83,16 +92,16 @@ class AVITM(NeuralTopicModel):
         doc_topic_prior=1.0,
         hidden_sizes=(100, 100),
         activation="softplus",
-        dropout=0.25,
-        learning_rate=1e-2,
+        dropout=0.2,
+        learning_rate=2e-3,
         adam_betas=(0.99, 0.999),
-        batch_size=200,
-        max_iter=300,
-        batch_sampling="with_replacement",
+        batch_size=64,
+        max_iter=50,
+        batch_sampling="shuffle",
         bn_momentum=1e-3,
         bn_eps=1e-3,
         bn_statistics="recompute",
-        shared_noise=True,
+        shared_noise=False,
         clip_grad_norm=None,
         validation_fraction=None,
         n_iter_no_change=10,
@@ -128,6 +137,13 @@ class AVITM(NeuralTopicModel):
         self.n_jobs = n_jobs
         self.random_state = random_state
         self.verbose = verbose
+
+    #: Named parameter sets of :meth:`from_preset`.
+    PRESETS = {
+        "avitm": {"dropout": 0.25, "learning_rate": 1e-2, "batch_size": 200,
+                  "batch_sampling": "with_replacement", "shared_noise": True, "max_iter": 300},
+        "diverse": {},
+    }
 
     def _build_decoder(self, n_features):
         return MixtureDecoder(self.n_components, n_features, self.bn_eps)

@@ -28,14 +28,14 @@ class CSRDataset(torch.utils.data.Dataset):
 
 
 class DeviceCSR:
-    """The non-zeros of a CSR matrix held on a device, densified a batch at a time.
+    """The non-zeros of a CSR matrix held on a device, cut into batches there.
 
     The columns and values go to ``device`` once (when they fit in its memory
-    budget; otherwise they stay on the host and each dense batch is copied over).
+    budget; otherwise they stay on the host and each batch is copied over).
     For a sequence of row batches, the positions of their non-zeros are computed
-    on the host and uploaded in one copy, so a batch is then a slice, two gathers
-    and one scatter on the device: no host round trip and no synchronisation per
-    batch.
+    on the host and uploaded in one copy, so a batch is then a few slices and
+    gathers on the device (and a scatter for a dense batch): no host round trip
+    and no synchronisation per batch.
     """
 
     def __init__(self, X, device):
