@@ -24,7 +24,7 @@ def _build_model(name, n_topics, epochs, seed):
     return AVITM(**params)
 
 
-def demo(model_name="prodlda", n_topics=20, epochs=100, seed=0, n_words=8, out=sys.stdout):
+def demo(model_name="prodlda", n_topics=20, epochs=50, seed=0, n_words=8, out=sys.stdout):
     """Fit ``model_name`` on the embedded BBC News corpus and report on it."""
     from sktopics import top_words
     from sktopics.datasets import load_bbc_news
@@ -61,7 +61,7 @@ def main(argv=None):
                           "the original AVITM code's settings (preset 'avitm'); avitm: "
                           "LDA by AEVB")
     run.add_argument("--topics", type=int, default=20)
-    run.add_argument("--epochs", type=int, default=100)
+    run.add_argument("--epochs", type=int, default=50)
     run.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
     if args.command == "demo":

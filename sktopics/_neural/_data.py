@@ -1,4 +1,4 @@
-"""Mini-batches of a CSR corpus on the training device, as non-zeros or dense."""
+"""Mini-batches of a CSR corpus on the training device, as their non-zeros."""
 
 import numpy as np
 import torch
@@ -34,12 +34,11 @@ class DeviceCSR:
     budget; otherwise they stay on the host and each batch is copied over).
     For a sequence of row batches, the positions of their non-zeros are computed
     on the host and uploaded in one copy, so a batch is then a few slices and
-    gathers on the device (and a scatter for a dense batch): no host round trip
-    and no synchronisation per batch.
+    gathers on the device: no host round trip and no synchronisation per batch.
     """
 
     def __init__(self, X, device):
-        if not X.has_canonical_format:  # duplicate entries would be lost by the scatter
+        if not X.has_canonical_format:  # a batch holds each (row, column) at most once
             X = X.copy()
             X.sum_duplicates()
         self.device = torch.device(device)
@@ -83,17 +82,6 @@ class DeviceCSR:
             yield tuple(device_copy[bounds[i]:bounds[i + 1]]
                         for i in range(b * arity, (b + 1) * arity))
 
-    def dense_batches(self, batches):
-        """Yield one dense float32 ``(len(rows), n_columns)`` tensor per array of rows."""
-        if not batches:
-            return
-        for rows, (positions, entry_rows) in zip(batches, self._upload(self._layout(batches))):
-            flat = entry_rows * self.shape[1] + self.columns.index_select(0, positions)
-            dense = torch.zeros(len(rows) * self.shape[1], dtype=torch.float32,
-                                device=self.storage)
-            dense[flat] = self.values.index_select(0, positions)
-            yield dense.view(len(rows), self.shape[1]).to(self.device, non_blocking=True)
-
     def sparse_batches(self, batches):
         """Yield one :class:`~._sparse.SparseRows` per array of rows.
 
@@ -131,7 +119,7 @@ class CSRBatchIterator:
     """skorch iterator yielding ``(batch, None)`` from a :class:`CSRDataset`.
 
     The corpus goes to the device once (:class:`DeviceCSR`); each epoch's batches
-    are cut there, as :class:`~._sparse.SparseRows` or dense tensors. The sampling order comes from a private numpy generator
+    are cut there, as :class:`~._sparse.SparseRows`. The sampling order comes from a private numpy generator
     seeded with ``seed``, advancing from epoch to epoch, so the global RNGs are
     never touched and every device sees the same batches.
 
@@ -148,16 +136,13 @@ class CSRBatchIterator:
         in order (evaluation).
     seed : int
     device : torch.device
-    layout : {"sparse", "dense"}
     """
 
-    def __init__(self, dataset, batch_size, sampling="shuffle", seed=0, device="cpu",
-                 layout="sparse"):
+    def __init__(self, dataset, batch_size, sampling="shuffle", seed=0, device="cpu"):
         self.dataset = dataset
         self.batch_size = int(batch_size)
         self.sampling = sampling
         self.device = device
-        self.layout = layout
         self._rng = np.random.default_rng(seed)
         self._corpus = DeviceCSR(dataset.X, device)
 
@@ -176,9 +161,7 @@ class CSRBatchIterator:
                 yield np.arange(start, min(start + size, n))
 
     def __iter__(self):
-        make = (self._corpus.sparse_batches if self.layout == "sparse"
-                else self._corpus.dense_batches)
-        for batch in make(list(self._index_batches())):
+        for batch in self._corpus.sparse_batches(list(self._index_batches())):
             yield batch, None
 
     def __len__(self):
