@@ -90,9 +90,9 @@ class TFBatchNorm(nn.Module):
         self._accumulator = [0.0, 0.0, 0]
 
     def _accumulate(self, x):
-        x = x.detach().double()
-        self._accumulator[0] = self._accumulator[0] + x.sum(0)
-        self._accumulator[1] = self._accumulator[1] + (x * x).sum(0)
+        x = x.detach()  # summed in float64 without a float64 copy of the batch
+        self._accumulator[0] = self._accumulator[0] + x.sum(0, dtype=torch.float64)
+        self._accumulator[1] = self._accumulator[1] + (x * x).sum(0, dtype=torch.float64)
         self._accumulator[2] += x.shape[0]
 
     def stop_accumulating(self):
