@@ -173,7 +173,7 @@ def plot(rows, path):
         ax.set_visible(False)
     axes[0, 0].legend(fontsize=8)
     fig.suptitle(f"{rows[0]['model']}: one point per seed; dashed: TD = 0.8", fontsize=10)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0, 1, 0.97))
     fig.savefig(path, dpi=90)
     plt.close(fig)
 
