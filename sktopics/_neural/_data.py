@@ -119,9 +119,9 @@ class CSRBatchIterator:
     """skorch iterator yielding ``(batch, None)`` from a :class:`CSRDataset`.
 
     The corpus goes to the device once (:class:`DeviceCSR`); each epoch's batches
-    are cut there, as :class:`~._sparse.SparseRows`. The sampling order comes from a private numpy generator
-    seeded with ``seed``, advancing from epoch to epoch, so the global RNGs are
-    never touched and every device sees the same batches.
+    are cut there, as :class:`~._sparse.SparseRows`. The sampling order comes from
+    a private numpy generator seeded with ``seed``, advancing from epoch to epoch,
+    so the global RNGs are never touched and every device sees the same batches.
 
     Parameters
     ----------

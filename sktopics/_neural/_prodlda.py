@@ -24,10 +24,10 @@ class ProdLDA(NeuralTopicModel):
     logistic-normal prior, the Laplace approximation of ``Dirichlet(alpha)`` in the
     softmax basis, and its posterior is amortised by an inference network.
 
-    The defaults were chosen by a protocol over six corpora, three numbers of
-    topics and three seeds (held-out NPMI, topic diversity and held-out
-    likelihood; see the user guide): lighter dropout, smaller shuffled batches
-    and 50 epochs. ``ProdLDA.from_preset("avitm")`` reproduces the original
+    The defaults were chosen by a protocol over six corpora and three seeds
+    (K = 50, and 20 and 100 for the finalists; held-out NPMI, topic diversity
+    and held-out likelihood; see the user guide): lighter dropout, smaller
+    shuffled batches and 50 epochs. ``ProdLDA.from_preset("avitm")`` reproduces the original
     AVITM code knob by knob (dropout 0.6, batches of 200 drawn with
     replacement, 100 epochs). Either way inference uses batch-norm statistics
     measured over the whole training set at the end of fit (``bn_statistics``).
