@@ -107,7 +107,7 @@ def evaluate(model, X_test):
 
 
 def summarise(rows):
-    """Mean per (model, corpus, K, candidate) over seeds, and each candidate's mean rank."""
+    """Mean of every score per (model, corpus, K, candidate) over seeds."""
     cells = {}
     for r in rows:
         cells.setdefault((r["model"], r["corpus"], r["K"], r["candidate"]), []).append(r)
@@ -121,22 +121,21 @@ def summarise(rows):
 
 
 def mean_ranks(rows):
-    """Each candidate's rank (1 = best) per (corpus, K) cell and metric, averaged."""
-    cells = sorted({(r["model"], r["corpus"], r["K"]) for r in rows})
+    """Each candidate's rank (1 = best) per (corpus, K) cell and score, averaged, and
+    how many cells it wins on each score."""
+    means = summarise(rows)
     ranks, wins = {}, {}
-    for cell in cells:
-        in_cell = [r for r in rows if (r["model"], r["corpus"], r["K"]) == cell]
-        candidates = sorted({r["candidate"] for r in in_cell})
+    for cell in sorted({(m["model"], m["corpus"], m["K"]) for m in means}):
+        in_cell = [m for m in means if (m["model"], m["corpus"], m["K"]) == cell]
         for metric in ("npmi", "td10", "loglik"):
-            means = {c: np.mean([r[metric] for r in in_cell if r["candidate"] == c])
-                     for c in candidates}
-            for place, c in enumerate(sorted(candidates, key=lambda c: -means[c]), 1):
-                ranks.setdefault((cell[0], c), []).append(place)
-                wins.setdefault((cell[0], c), {}).setdefault(metric, 0)
-                wins[(cell[0], c)][metric] += place == 1
+            ordered = sorted(in_cell, key=lambda m: -m[metric])
+            for place, m in enumerate(ordered, 1):
+                key = (m["model"], m["candidate"])
+                ranks.setdefault(key, []).append(place)
+                wins.setdefault(key, dict.fromkeys(("npmi", "td10", "loglik"), 0))
+                wins[key][metric] += place == 1
     return [{"model": model, "candidate": c, "mean_rank": float(np.mean(v)),
-             "cells": len(v) // 3, **{f"best_{m}": wins[(model, c)][m]
-                                      for m in ("npmi", "td10", "loglik")}}
+             "cells": len(v) // 3, **{f"best_{m}": n for m, n in wins[(model, c)].items()}}
             for (model, c), v in sorted(ranks.items(), key=lambda kv: np.mean(kv[1]))]
 
 
@@ -213,9 +212,9 @@ def main():
         "TD@10; loglik: `score` per token on at most 2,000 held-out documents; means over "
         "seeds.\n\n"
     )
+    corpora = {name: load(name, args.data_home) for name in args.corpora}
     for k in args.topics:
-        for corpus in args.corpora:
-            X, X_test = load(corpus, args.data_home)
+        for corpus, (X, X_test) in corpora.items():
             for seed in args.seeds:
                 for model_name in args.models:
                     for candidate in args.candidates or CANDIDATES[model_name]:

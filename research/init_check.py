@@ -12,11 +12,12 @@ Ran at commit eb88d00; output in ``research/results/init_check.md``.
 import math
 import sys
 import warnings
+from pathlib import Path
 
 import torch
 from torch import nn
 
-sys.path.insert(0, __file__.rsplit("/", 2)[0] + "/benchmarks")
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 from _common import default_data_home  # noqa: E402
 
 from sktopics import ProdLDA  # noqa: E402

@@ -8,9 +8,9 @@ from ._sparse import ColumnMajor, SparseRows
 
 __all__ = ["CSRDataset", "CSRBatchIterator", "DeviceCSR"]
 
-#: float32 elements of device memory the non-zeros of a corpus may take (free memory
-#: permitting, see :func:`~sktopics.utils._torch.device_budget`) before they stay on
-#: the host.
+#: float32 elements of device memory the non-zero values of a corpus may take (free
+#: memory permitting, see :func:`~sktopics.utils._torch.device_budget`) before they
+#: stay on the host.
 _RESIDENT_ELEMENTS = 1 << 28
 
 
@@ -30,11 +30,12 @@ class CSRDataset(torch.utils.data.Dataset):
 class DeviceCSR:
     """The non-zeros of a CSR matrix held on a device, cut into batches there.
 
-    The columns and values go to ``device`` once (when they fit in its memory
-    budget; otherwise they stay on the host and each batch is copied over).
-    For a sequence of row batches, the positions of their non-zeros are computed
-    on the host and uploaded in one copy, so a batch is then a few slices and
-    gathers on the device: no host round trip and no synchronisation per batch.
+    The values go to ``device`` once (when they fit in its memory budget;
+    otherwise they stay on the host and each batch is copied over). For a
+    sequence of row batches, the positions, columns and column-major order of
+    their non-zeros are computed on the host and uploaded in one copy, so a batch
+    is then a few slices and gathers on the device: no host round trip and no
+    synchronisation per batch.
     """
 
     def __init__(self, X, device):
@@ -44,11 +45,10 @@ class DeviceCSR:
         self.device = torch.device(device)
         self.shape = X.shape
         self.indptr = np.asarray(X.indptr, dtype=np.int64)
-        fits = 2 * X.nnz <= device_budget(self.device, _RESIDENT_ELEMENTS)
+        fits = X.nnz <= device_budget(self.device, _RESIDENT_ELEMENTS)
         self.storage = self.device if fits else torch.device("cpu")
-        self.host_columns = X.indices
-        # On the CPU these share the matrix's own arrays (float32 data: no copy at all).
-        self.columns = torch.from_numpy(X.indices).to(self.storage)
+        self.columns = X.indices
+        # On the CPU this shares the matrix's own array (float32 data: no copy at all).
         self.values = torch.as_tensor(X.data, dtype=torch.float32).to(self.storage)
 
     def _layout(self, batches):
@@ -95,19 +95,18 @@ class DeviceCSR:
         host = []
         for rows, (positions, entry_rows) in zip(batches, self._layout(batches)):
             row_bounds = np.searchsorted(entry_rows, np.arange(len(rows) + 1))
-            columns = self.host_columns[positions]
+            columns = self.columns[positions]
             order = np.argsort(columns.astype(key_type), kind="stable")
             ordered = columns[order]
             first = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])[:ordered.size]
-            host.append((positions, entry_rows, row_bounds, order, ordered[first],
+            host.append((positions, entry_rows, columns, row_bounds, order, ordered[first],
                          np.r_[first, ordered.size]))
         for rows, arrays in zip(batches, self._upload(host)):
-            positions, entry_rows, row_bounds, order, present, column_bounds = arrays
+            positions, entry_rows, columns, row_bounds, order, present, column_bounds = arrays
             by_position = positions.index_select(0, order)
             yield SparseRows(
                 *(t.to(self.device, non_blocking=True) for t in (
-                    entry_rows, self.columns.index_select(0, positions).long(),
-                    self.values.index_select(0, positions), row_bounds)),
+                    entry_rows, columns, self.values.index_select(0, positions), row_bounds)),
                 shape=(len(rows), self.shape[1]),
                 by_column=ColumnMajor(*(t.to(self.device, non_blocking=True) for t in (
                     present, column_bounds, order, entry_rows.index_select(0, order),
