@@ -6,6 +6,9 @@ collapsed joint p(w, z).
 """
 
 import itertools
+import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -14,9 +17,12 @@ import torch
 from scipy.special import gammaln
 from scipy.stats import chi2
 
+from sktopics._gibbs._fused import fused_dense_available, fused_dense_chunk
 from sktopics._gibbs._hyper import optimize_alpha, optimize_beta
 from sktopics._gibbs._state import GibbsCorpus, GibbsState
+from sktopics._gibbs import _sweeps as sweeps
 from sktopics._gibbs._sweeps import (
+    _frozen_tables,
     dense_chunk,
     log_joint,
     mh_chunk,
@@ -215,8 +221,23 @@ def _replicated(state, i, n):
     return corpus.doc[rep], corpus.word[rep], state.z[rep]
 
 
-def test_dense_draw_is_the_exact_conditional():
+def _fused_device():
+    """Where the fused Triton kernel runs: CUDA, or Triton's interpreter on the CPU
+    (``TRITON_INTERPRET=1`` set before Triton is imported, as
+    :func:`test_fused_kernel_interpreted` runs these tests)."""
+    if torch.cuda.is_available() and fused_dense_available("cuda", K):
+        return "cuda"
+    if fused_dense_available("cpu", K):
+        return "cpu"
+    pytest.skip("needs Triton with CUDA, or TRITON_INTERPRET=1")
+
+
+@pytest.mark.parametrize("kernel", ["eager", "fused"])
+def test_dense_draw_is_the_exact_conditional(kernel):
     """Each token of a parallel sweep is drawn from its exact full conditional."""
+    draw, device = dense_chunk, "cpu"
+    if kernel == "fused":
+        draw, device = fused_dense_chunk, _fused_device()
     z0 = np.array([0, 1, 1, 0, 1], dtype=np.int32)
     state = _tiny_state(z0)
     corpus = state.corpus
@@ -227,14 +248,81 @@ def test_dense_draw_is_the_exact_conditional():
     for i in range(corpus.n_tokens):
         doc, word, z = _replicated(state, i, n)
         u = counter_uniform(stream_key(11, 1, i), torch.arange(n))
-        draws = dense_chunk(doc, word, z, theta_tab, phi_tab, state.n_dk, state.n_wk,
-                            state.n_k, alpha, BETA, u).numpy()
+        args = (doc, word, z, theta_tab, phi_tab, state.n_dk, state.n_wk, state.n_k, alpha)
+        draws = draw(*(a.to(device) for a in args), BETA, u.to(device)).cpu().numpy()
         expected = _conditional(corpus.doc.numpy(), corpus.word.numpy(),
                                 state.z.numpy().astype(np.int64), i,
                                 corpus.n_docs, corpus.n_features)
         observed = np.bincount(draws, minlength=K)
         stat = ((observed - n * expected) ** 2 / (n * expected)).sum()
         assert stat < chi2.ppf(0.999, K - 1), (i, observed / n, expected)
+
+
+def test_fused_kernel_agrees_with_eager():
+    """Same uniforms, same topics: the scan may add in another order, so a token can
+    differ only where its uniform falls within rounding of a boundary, and then by one
+    topic."""
+    device = _fused_device()
+    rng = np.random.default_rng(0)
+    n_topics = 50
+    X = sp.random(200, 300, density=0.05, random_state=rng, format="csr")
+    X.data = rng.integers(1, 6, X.nnz).astype(np.float64)
+    corpus = GibbsCorpus(X, "cpu")
+    state = GibbsState(corpus, n_topics, random_init(corpus, n_topics, 0))
+    alpha = torch.full((n_topics,), 0.1)
+    theta_tab, phi_tab = _frozen_tables(state, alpha, 0.01)
+    u = counter_uniform(stream_key(5, 1, 0), torch.arange(corpus.n_tokens))
+    args = (corpus.doc, corpus.word, state.z, theta_tab, phi_tab, state.n_dk, state.n_wk,
+            state.n_k, alpha)
+    eager = dense_chunk(*args, 0.01, u)
+    fused = fused_dense_chunk(*(a.to(device) for a in args), 0.01, u.to(device)).cpu()
+    differ = eager != fused
+    assert fused.dtype == torch.int32 and fused.min() >= 0 and fused.max() < n_topics
+    assert differ.float().mean() < 1e-3
+    assert torch.all((eager[differ] - fused[differ]).abs() == 1)
+
+
+def test_parallel_sweep_fused_matches_eager(monkeypatch):
+    """The sweep takes the fused kernel where it can (chunked by its own rule, writing
+    into the new assignments) and gives the eager sweep's topics."""
+    device = _fused_device()
+    rng = np.random.default_rng(1)
+    X = sp.random(300, 150, density=0.1, random_state=rng, format="csr")
+    X.data = rng.integers(1, 4, X.nnz).astype(np.float64)
+    alpha = np.full(20, 0.2)
+
+    def state(where):
+        corpus = GibbsCorpus(X, where)
+        return GibbsState(corpus, 20, random_init(corpus, 20, 0))
+
+    eager, fused = state("cpu"), state(device)
+    monkeypatch.setattr(sweeps, "_FUSED_CHUNK", 1000)  # several chunks
+    with monkeypatch.context() as eager_only:
+        eager_only.setattr(sweeps, "fused_dense_available", lambda *a: False)
+        parallel_sweep(eager, alpha, 0.05, 7, 1, chunk=512)
+    parallel_sweep(fused, alpha, 0.05, 7, 1, chunk=512)
+    assert (eager.z != fused.z.cpu()).float().mean() < 1e-3
+    fused_wk = fused.n_wk.cpu()
+    assert int(fused_wk.sum()) == fused.corpus.n_tokens
+    assert (eager.n_wk - fused_wk).abs().sum() <= 2 * (eager.z != fused.z.cpu()).sum()
+
+
+def test_fused_kernel_interpreted():
+    """The fused kernel's tests, run by Triton's interpreter on the CPU (where Triton is
+    installed): the CPU suite checks the GPU kernel's logic."""
+    pytest.importorskip("triton")
+    if os.environ.get("TRITON_INTERPRET") == "1" or torch.cuda.is_available():
+        pytest.skip("the fused tests run in this process")
+    selection = "fused"
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", __file__,
+         "-k", selection, "-W", "ignore::pytest.PytestUnraisableExceptionWarning"],
+        env={**os.environ, "TRITON_INTERPRET": "1"}, capture_output=True, text=True,
+    )
+    summary = proc.stdout.strip().splitlines()[-1]
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    # The fused tests; the launcher skips itself there.
+    assert summary.startswith("3 passed, 1 skipped"), summary
 
 
 def _mh_frozen(state):

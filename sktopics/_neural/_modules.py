@@ -72,18 +72,18 @@ class TFBatchNorm(nn.Module):
             self._accumulate(x)
             frozen = False
         # The fused native kernel normalises with the batch statistics (training=True)
-        # or the stored ones, and updates the running averages with ``momentum``.
+        # or the stored ones, and updates the running averages with ``momentum``. The
+        # shift is added outside it: with ``weight=None`` the CUDA kernel's backward
+        # returns an empty gradient for ``bias``, which autograd rejects.
         update = self.training and self.momentum > 0 and self._accumulator is None
         return F.batch_norm(
             x,
             self.running_mean if (frozen or update) else None,
             self.running_var if (frozen or update) else None,
-            weight=None,
-            bias=self.bias,
             training=not frozen,
             momentum=self.momentum,
             eps=self.eps,
-        )
+        ) + self.bias
 
     # Exact statistics over a whole data set, accumulated batch by batch.
     def start_accumulating(self):
