@@ -104,8 +104,10 @@ def bench_gibbs(data_home, device, smoke, save):
             burn, more = 1, 2
 
         def fit(n):
+            # One kept sample (the last state) in both fits: the difference is sweeps only.
             return LDAGibbs(K, algorithm=algorithm, max_iter=n, optimize_interval=None,
-                            evaluate_every=10**6, device=device, random_state=0).fit(X)
+                            n_kept_samples=1, evaluate_every=10**6, device=device,
+                            random_state=0).fit(X)
 
         fit(2)  # warm-up
         _, short = _timed(lambda: fit(burn))
