@@ -149,7 +149,9 @@ def test_model_pickled_on_cuda_loads_where_cuda_is_hidden(tmp_path, X):
         path = tmp_path / f"{name}.pkl"
         path.write_bytes(pickle.dumps((pickle.dumps(model), X)))
         env = {**os.environ, "CUDA_VISIBLE_DEVICES": ""}
-        subprocess.run([sys.executable, "-c", _LOADER, str(path)], check=True, env=env)
+        proc = subprocess.run([sys.executable, "-c", _LOADER, str(path)], env=env,
+                              capture_output=True, text=True)
+        assert proc.returncode == 0, f"{name}: {proc.stderr[-3000:]}"
         out = pickle.loads((tmp_path / f"{name}.pkl.out").read_bytes())
         if name == "LDAGibbs":  # sampled with the CPU's generator there: Monte Carlo error
             assert np.abs(out["transform"] - expected[0]).mean() < 0.03

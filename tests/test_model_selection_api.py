@@ -158,7 +158,10 @@ def test_prodlda_ratio_falls_back_to_paired_with_common_random_numbers(prodlda, 
     a = ais_log_likelihood(lda, X, kernel="blocked", **kw)
     b = ais_log_likelihood(prodlda, X, **kw)
     assert res.settings["kernel"] == ("blocked", "hmc")
-    np.testing.assert_array_equal(res.per_document, a.per_document - b.per_document)
+    # Equal up to the last bit, which CUDA's float atomics may change from run to run
+    # (another seed would move the estimates by about 1e-2).
+    np.testing.assert_allclose(res.per_document, a.per_document - b.per_document,
+                               rtol=1e-12, atol=1e-12)
 
 
 # --------------------------------------------------------------------------- default_score

@@ -200,13 +200,13 @@ def test_batch_norm_statistics_are_recomputed(corpus):
     # With momentum 1e-3 and a handful of steps the running mean would still be ~0;
     # the recomputed statistics equal the exact training-set mean of the pre-BN head.
     encoder = model.net_.module_.encoder
-    X = torch.as_tensor(corpus.toarray(), dtype=torch.float32)
+    X = torch.as_tensor(corpus.toarray(), dtype=torch.float32, device=norm.bias.device)
     with torch.no_grad():
         encoder.eval()
-        pre = encoder.mu(encoder.hidden(X))
-    np.testing.assert_allclose(norm.running_mean.numpy(), pre.mean(0).numpy(), rtol=1e-4, atol=1e-5)
+        pre = encoder.mu(encoder.hidden(X)).mean(0).cpu().numpy()
+    np.testing.assert_allclose(norm.running_mean.cpu().numpy(), pre, rtol=1e-4, atol=1e-5)
     running = fitted(ProdLDA, corpus, bn_statistics="running").net_.module_.encoder.mu_bn
-    assert np.abs(running.running_mean.numpy()).max() < np.abs(pre.mean(0).numpy()).max()
+    assert np.abs(running.running_mean.cpu().numpy()).max() < np.abs(pre).max()
 
 
 @pytest.mark.parametrize("cls", NEURAL)
@@ -335,12 +335,12 @@ def test_word_background_is_the_log_training_frequency(corpus):
     model = fitted(ProdLDA, corpus, word_background=True)
     frequencies = np.asarray(corpus.sum(axis=0)).ravel() + 1.0
     expected = np.log(frequencies / frequencies.sum())
-    background = model.net_.module_.decoder.background.numpy()
+    background = model.net_.module_.decoder.background.cpu().numpy()
     np.testing.assert_allclose(background, expected, rtol=1e-5)
     view_bias = model._generative_view().likelihood.bn_bias
-    bn_bias = model.net_.module_.decoder.bn.bias.detach().numpy()
+    bn_bias = model.net_.module_.decoder.bn.bias.detach().cpu().numpy()
     np.testing.assert_allclose(view_bias, bn_bias + expected, rtol=1e-5, atol=1e-6)
-    assert not np.any(fitted(ProdLDA, corpus).net_.module_.decoder.background.numpy())
+    assert not np.any(fitted(ProdLDA, corpus).net_.module_.decoder.background.cpu().numpy())
 
 
 @pytest.mark.parametrize("cls, faithful", [
@@ -374,8 +374,9 @@ def test_generative_view_matches_the_trained_decoder(cls, corpus):
 
     module = model.net_.module_.eval()
     theta = torch.softmax(torch.randn(5, 4, generator=torch.Generator().manual_seed(0)), -1)
+    device = next(module.parameters()).device
     with torch.no_grad():
-        expected = module.decoder(theta).double()
+        expected = module.decoder(theta.to(device)).double().cpu()
     x = torch.as_tensor(corpus[:5].toarray(), dtype=torch.float64)
     got = view.likelihood.log_prob(x, theta.double())
     np.testing.assert_allclose(got.numpy(), (x * expected).sum(-1).numpy(), rtol=1e-4)

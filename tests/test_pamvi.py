@@ -349,20 +349,20 @@ def test_shift_init_starts_the_decoder_at_the_word_frequencies(corpus):
     expected -= expected.mean()
     untrained = dict(FAST, max_iter=0)
     model = PAMVI((2, 4), **untrained).fit(X)
-    np.testing.assert_allclose(model.net_.module_.decoder.bias.detach().numpy(), expected,
+    np.testing.assert_allclose(model.net_.module_.decoder.bias.detach().cpu().numpy(), expected,
                                rtol=1e-5, atol=1e-6)
     # Before training every topic ranks the words as the corpus does (gain 1, BN'd beta
     # of unit spread): the mean topic correlates with the log frequencies.
     mean_topic = np.log(model.components_).mean(0)
     assert np.corrcoef(mean_topic, expected)[0, 1] > 0.9
     zeros = PAMVI((2, 4), shift_init="zeros", **untrained).fit(X)
-    assert np.all(zeros.net_.module_.decoder.bias.detach().numpy() == 0)
+    assert np.all(zeros.net_.module_.decoder.bias.detach().cpu().numpy() == 0)
     # The shift stays a learned parameter.
     trained = PAMVI((2, 4), **FAST).fit(X)
-    assert not np.allclose(trained.net_.module_.decoder.bias.detach().numpy(), expected)
+    assert not np.allclose(trained.net_.module_.decoder.bias.detach().cpu().numpy(), expected)
     molda = MoLDA(component_sizes=(2, 3), **untrained).fit(X)
     for part in molda.net_.module_.decoder.parts:
-        np.testing.assert_allclose(part.bias.detach().numpy(), expected, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(part.bias.detach().cpu().numpy(), expected, rtol=1e-5, atol=1e-6)
     with pytest.raises(ValueError, match="shift_init"):
         PAMVI((2, 4), shift_init="uniform", **FAST).fit(X)
 

@@ -388,11 +388,14 @@ class LDAGibbs(BaseTopicModel):
         tic = time.perf_counter()
         tokens_done = 0
 
+        # alpha on the device, copied when it changes: a copy per sweep would make
+        # every sweep wait for the device.
+        alpha_device = torch.as_tensor(alpha, dtype=torch.float32, device=device)
         for sweep in range(start + 1, start + n_sweeps + 1):
             if algorithm == "parallel":
-                parallel_sweep(state, alpha, beta, seed, sweep, chunk)
+                parallel_sweep(state, alpha_device, beta, seed, sweep, chunk)
             elif algorithm == "mh":
-                mh_sweep(state, alpha, beta, seed, sweep, chunk, self.mh_steps)
+                mh_sweep(state, alpha_device, beta, seed, sweep, chunk, self.mh_steps)
             else:
                 sequential_sweep(state, alpha, beta, seed, sweep)
             tokens_done += corpus.n_tokens
@@ -401,6 +404,7 @@ class LDAGibbs(BaseTopicModel):
                     and sweep % self.optimize_interval == 0:
                 alpha = optimize_alpha(state.n_dk, alpha).cpu().numpy()
                 beta = optimize_beta(state.n_wk, state.n_k, beta)
+                alpha_device = torch.as_tensor(alpha, dtype=torch.float32, device=device)
             if sweep in sample_sweeps:
                 phi_sum += state.topic_word(beta)
                 state.add_doc_topic(alpha, doc_topic)

@@ -234,7 +234,7 @@ def mh_chunk(doc, word, z_old, z_cur, frozen, tables, alpha, alpha_cum, beta, un
     vbeta = V * beta
     nw = _take(word_length, w64).to(torch.float32)
     nd = _take(doc_length, d64).to(torch.float32)
-    alpha_sum = float(alpha_cum[-1])
+    alpha_sum = alpha_cum[-1]  # a 0-d tensor: float() would wait for the device
 
     def terms(k):
         # Target (counts without the token) and the inclusive counts the
