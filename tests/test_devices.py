@@ -441,7 +441,8 @@ _LOADER = textwrap.dedent("""
         assert {str(net.device), str(net.iterator_train__device)} == {"cpu"}
         assert all(p.device.type == "cpu" for p in net.module_.parameters())
     model.partial_fit(X)
-    model.set_params(warm_start=True, max_iter=1).fit(X)
+    # fit resolves the device parameter again: "cuda" there is a clear error.
+    model.set_params(warm_start=True, max_iter=1, device="auto").fit(X)
     out["n_iter"] = model.n_iter_
     pickle.dump(out, open(sys.argv[1] + ".out", "wb"))
 """)

@@ -10,6 +10,7 @@ import pickle
 import subprocess
 import sys
 import warnings
+from collections import Counter
 
 import numpy as np
 import pytest
@@ -227,7 +228,8 @@ def test_left_to_right_pam_ais_and_hmc_on_cuda(X):
 
 
 def _syncs(fn):
-    """Number of synchronising CUDA calls ``fn`` makes (torch's sync debug mode)."""
+    """Where ``fn`` makes synchronising CUDA calls (torch's sync debug mode): a
+    Counter of ``file:line``."""
     torch.cuda.synchronize()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -236,29 +238,43 @@ def _syncs(fn):
             fn()
         finally:
             torch.cuda.set_sync_debug_mode("default")
-    return sum("synchroniz" in str(w.message) for w in caught)
+    return Counter(f"{w.filename}:{w.lineno}" for w in caught if "synchroniz" in str(w.message))
 
 
-def _per_step(make, small, large):
-    """Syncs added by each extra step (sweep, epoch, temperature) of ``make(n)``."""
+def _per_step(make, small, large, where):
+    """Syncs added by each extra step (sweep, epoch, temperature) of ``make(n)``; the
+    lines that made the extra ones go to ``where``."""
     make(small)  # warm-up: caches, compilation
-    return (_syncs(lambda: make(large)) - _syncs(lambda: make(small))) / (large - small)
+    extra = _syncs(lambda: make(large))
+    extra.subtract(_syncs(lambda: make(small)))
+    where.update({line: n for line, n in extra.items() if n})
+    return sum(extra.values()) / (large - small)
 
 
 def test_hot_loops_do_not_synchronise_per_step(X, record_property):
     X_big = make_lda_corpus(n_samples=400, n_features=50, n_components=4, random_state=0)[0]
+    where = {"gibbs": Counter(), "epochs": Counter(), "ais": Counter()}
     gibbs = _per_step(lambda n: LDAGibbs(4, max_iter=n, n_kept_samples=1, optimize_interval=None,
-                                         evaluate_every=1000, device="cuda").fit(X_big), 4, 12)
+                                         evaluate_every=1000, device="cuda").fit(X_big), 4, 12,
+                      where["gibbs"])
     epochs = _per_step(lambda n: ESTIMATORS["ProdLDA"]().set_params(
-        device="cuda", max_iter=n, batch_size=20).fit(X_big), 2, 6)
+        device="cuda", max_iter=n, batch_size=20).fit(X_big), 2, 6, where["epochs"])
     view = (PHI, ALPHA)
     ais = {k: _per_step(lambda n, k=k: ais_log_likelihood(view, repeated(n=200), n_chains=2,
                                                           n_temperatures=n, kernel=k,
-                                                          device="cuda"), 5, 25)
+                                                          device="cuda"), 5, 25, where["ais"])
            for k in ("collapsed", "blocked")}
     record_property("syncs_per_sweep", gibbs)
     record_property("syncs_per_epoch", epochs)
     record_property("syncs_per_temperature", ais)
-    assert gibbs == 0
+    record_property("extra_syncs_at", {k: dict(v) for k, v in where.items()})
+    assert gibbs == 0, where["gibbs"]
     assert epochs <= 2  # the epoch's losses read back once (train and valid)
     assert ais["collapsed"] == 0 and ais["blocked"] <= 1  # the Gamma draws' acceptance check
+
+
+def test_auto_sampler_on_cuda_is_the_fused_parallel_sweep(X):
+    pytest.importorskip("triton")
+    model = LDAGibbs(600, max_iter=1, device="cuda", random_state=0).fit(X)
+    assert model.algorithm_ == "parallel"
+    assert LDAGibbs(600, max_iter=1, device="cpu", random_state=0).fit(X).algorithm_ == "mh"
