@@ -90,7 +90,7 @@ def main():
             row(f"K={K} mh_sweep (as fit runs it)", timed(
                 lambda: sw.mh_sweep(state, alpha.cpu().numpy(), beta, 0, 1, 1 << 22), repeat=3))
             row(f"K={K} z_by_doc gather", timed(lambda: state.z[corpus.doc_perm]))
-        del state, theta, phi
+        state = theta = phi = None  # free the K = 50 tables before K = 1024
         torch.cuda.empty_cache()
     out = Path(os.environ.get("OUT", ROOT / "research" / "results"))
     out.mkdir(parents=True, exist_ok=True)

@@ -17,10 +17,10 @@ import torch
 from scipy.special import gammaln
 from scipy.stats import chi2
 
+from sktopics._gibbs import _sweeps as sweeps
 from sktopics._gibbs._fused import fused_dense_available, fused_dense_chunk
 from sktopics._gibbs._hyper import optimize_alpha, optimize_beta
 from sktopics._gibbs._state import GibbsCorpus, GibbsState
-from sktopics._gibbs import _sweeps as sweeps
 from sktopics._gibbs._sweeps import (
     _frozen_tables,
     dense_chunk,

@@ -5,6 +5,7 @@ with ``SKTOPICS_TEST_DEVICE=auto``. What can be checked without a GPU is in
 ``tests/test_devices.py``; these tests reuse its helpers on a real second device.
 """
 
+import gc
 import os
 import pickle
 import subprocess
@@ -230,7 +231,11 @@ def test_left_to_right_pam_ais_and_hmc_on_cuda(X):
 def _syncs(fn):
     """Where ``fn`` makes synchronising CUDA calls (torch's sync debug mode): a
     Counter of ``file:line``."""
+    # Without the garbage collector: objects it frees (pinned host memory, say) can
+    # synchronise at any line, once in a while, from other tests' garbage.
+    gc.collect()
     torch.cuda.synchronize()
+    gc.disable()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         torch.cuda.set_sync_debug_mode("warn")
@@ -238,6 +243,7 @@ def _syncs(fn):
             fn()
         finally:
             torch.cuda.set_sync_debug_mode("default")
+            gc.enable()
     return Counter(f"{w.filename}:{w.lineno}" for w in caught if "synchroniz" in str(w.message))
 
 

@@ -21,16 +21,21 @@ import torch
 
 __all__ = ["GibbsCorpus", "GibbsState", "chunk_bounds", "default_chunk"]
 
-#: Elements of a (chunk, K) float32 work buffer: 2**19 floats = 2 MiB, which stays
-#: in cache on CPU. (On GPU larger chunks amortise kernel launches.)
+#: Elements of a (chunk, K) float32 work buffer per CPU thread: 2**19 floats = 2 MiB,
+#: which stays in a core's cache. (On GPU larger chunks amortise kernel launches.)
 _CHUNK_ELEMENTS = 1 << 19
 
 
 def default_chunk(n_components, chunk_elements=None, device="cpu"):
-    """Tokens per chunk so that a (chunk, K) float32 buffer stays bounded."""
+    """Tokens per chunk so that a (chunk, K) float32 buffer stays bounded.
+
+    On the CPU the buffer grows with torch's intra-op threads, which split each
+    operation: every thread keeps its cache-sized share, and there are fewer
+    parallel regions to start (each one wakes the threads).
+    """
     if chunk_elements is None:
         gpu = torch.device(device).type == "cuda"
-        chunk_elements = _CHUNK_ELEMENTS * (64 if gpu else 1)
+        chunk_elements = _CHUNK_ELEMENTS * (64 if gpu else torch.get_num_threads())
     budget = int(chunk_elements)
     return max(256, budget // max(1, int(n_components)))
 
