@@ -90,6 +90,7 @@ class Ours:
             n_components=K, doc_topic_prior=ALPHA, topic_word_prior=BETA,
             optimize_interval=None, algorithm=algorithm, n_kept_samples=1, burn_in=0,
             evaluate_every=10**9, warm_start=True, device="cpu", random_state=seed,
+            n_jobs=threads,  # n_jobs=None would leave a core free: 1 thread on 2 cores
         )
 
     def train(self, sweeps):

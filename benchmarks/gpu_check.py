@@ -196,7 +196,10 @@ def environment():
         info.update(cuda=torch.version.cuda, gpu_memory_gib=props.total_memory / 2**30,
                     gpu_capability=f"{props.major}.{props.minor}",
                     gpu_multiprocessors=props.multi_processor_count)
-    info["git_commit"] = info.get("git_commit") or os.environ.get("SKTOPICS_COMMIT", "unknown")
+    # The device tool sends a working tree whose git metadata may be stale: the
+    # commit named by the caller wins.
+    info["git_commit"] = (os.environ.get("SKTOPICS_COMMIT") or info.get("git_commit")
+                          or "unknown")
     return info
 
 

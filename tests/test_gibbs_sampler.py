@@ -17,6 +17,7 @@ import torch
 from scipy.special import gammaln
 from scipy.stats import chi2
 
+from sktopics._gibbs import _fused as fused
 from sktopics._gibbs import _sweeps as sweeps
 from sktopics._gibbs._fused import fused_dense_available, fused_dense_chunk
 from sktopics._gibbs._hyper import optimize_alpha, optimize_beta
@@ -307,13 +308,51 @@ def test_parallel_sweep_fused_matches_eager(monkeypatch):
     assert (eager.n_wk - fused_wk).abs().sum() <= 2 * (eager.z != fused.z.cpu()).sum()
 
 
+def test_corpus_fingerprint_sums_the_tokens():
+    X = sp.random(40, 30, density=0.3, random_state=4, format="csr")
+    X.data = np.ceil(X.data * 4)
+    corpus = GibbsCorpus(X, "cpu")
+    doc, word = corpus.doc.to(torch.int64), corpus.word.to(torch.int64)
+    assert corpus.fingerprint() == (40, 30, int(X.sum()), int(doc.sum()),
+                                    int((word * 7919 + doc).sum()))
+    other = X.copy()
+    other.data[0] += 1
+    assert GibbsCorpus(other, "cpu").fingerprint() != corpus.fingerprint()
+
+
+def test_parallel_sweep_falls_back_when_the_fused_kernel_fails(monkeypatch):
+    """A Triton that cannot build the kernel costs speed, with one warning, not a crash."""
+    X = sp.random(50, 40, density=0.2, random_state=3, format="csr")
+    X.data[:] = 2.0
+
+    def fresh():
+        corpus = GibbsCorpus(X, "cpu")
+        return GibbsState(corpus, 5, random_init(corpus, 5, 0))
+
+    expected = fresh()
+    parallel_sweep(expected, np.full(5, 0.3), 0.1, 4, 1, chunk=64)
+
+    def broken(interpreted):
+        raise RuntimeError("no such instruction")
+
+    monkeypatch.setattr(fused, "_failure", [])
+    monkeypatch.setattr(fused, "_have_triton", lambda: True)
+    monkeypatch.setattr(fused, "_interpreting", lambda: True)
+    monkeypatch.setattr(fused, "_dense_kernel", broken)
+    state = fresh()
+    with pytest.warns(RuntimeWarning, match="fused Gibbs kernel failed"):
+        parallel_sweep(state, np.full(5, 0.3), 0.1, 4, 1, chunk=64)
+    torch.testing.assert_close(state.z, expected.z, rtol=0, atol=0)
+    assert not fused.fused_dense_available("cpu", 5)  # and no second warning
+
+
 def test_fused_kernel_interpreted():
     """The fused kernel's tests, run by Triton's interpreter on the CPU (where Triton is
     installed): the CPU suite checks the GPU kernel's logic."""
     pytest.importorskip("triton")
     if os.environ.get("TRITON_INTERPRET") == "1" or torch.cuda.is_available():
         pytest.skip("the fused tests run in this process")
-    selection = "fused"
+    selection = "fused and not falls_back"
     proc = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", __file__,
          "-k", selection, "-W", "ignore::pytest.PytestUnraisableExceptionWarning"],

@@ -17,10 +17,12 @@ is how the CPU test suite checks it where Triton is installed.
 import functools
 import importlib.util
 import os
+import warnings
 
 import torch
 
-__all__ = ["MAX_FUSED_TOPICS", "fused_dense_available", "fused_dense_chunk"]
+__all__ = ["MAX_FUSED_TOPICS", "FusedKernelError", "fused_dense_available",
+           "fused_dense_chunk"]
 
 #: Widest K of the fused kernel: a block's (tokens, K) tile stays in registers.
 MAX_FUSED_TOPICS = 4096
@@ -38,9 +40,17 @@ def _have_triton():
     return importlib.util.find_spec("triton") is not None
 
 
+#: Set when the kernel failed to build or launch: the sweeps use the eager kernels.
+_failure = []
+
+
+class FusedKernelError(RuntimeError):
+    """The fused kernel failed to build or launch (a Triton too old, say)."""
+
+
 def fused_dense_available(device, n_components):
     """Whether :func:`fused_dense_chunk` can run for this device and K."""
-    if n_components > MAX_FUSED_TOPICS or not _have_triton():
+    if n_components > MAX_FUSED_TOPICS or _failure or not _have_triton():
         return False
     return torch.device(device).type == "cuda" or _interpreting()
 
@@ -101,7 +111,15 @@ def fused_dense_chunk(doc, word, z, theta_tab, phi_tab, n_dk, n_wk, n_k, alpha, 
     block_k = 1 << max(0, K - 1).bit_length()
     block_t = max(1, _TILE // block_k)
     grid = (-(-C // block_t),)
-    kernel = _dense_kernel(_interpreting())
-    kernel[grid](doc, word, z, u, theta_tab, phi_tab, n_dk, n_wk, n_k, alpha, out, C, K,
-                 float(beta) - 1.0, float(V * beta) - 1.0, BLOCK_T=block_t, BLOCK_K=block_k)
+    try:
+        kernel = _dense_kernel(_interpreting())
+        kernel[grid](doc, word, z, u, theta_tab, phi_tab, n_dk, n_wk, n_k, alpha, out, C, K,
+                     float(beta) - 1.0, float(V * beta) - 1.0, BLOCK_T=block_t,
+                     BLOCK_K=block_k)
+    except Exception as exc:  # noqa: BLE001 - whatever Triton raises, fall back once
+        _failure.append(repr(exc))
+        warnings.warn(f"sktopics: the fused Gibbs kernel failed ({exc!r}); the sweeps use "
+                      "torch operations from now on (slower on a GPU).", RuntimeWarning,
+                      stacklevel=2)
+        raise FusedKernelError(str(exc)) from exc
     return out

@@ -74,6 +74,12 @@ class GibbsCorpus:
         del running
         word = np.repeat(np.arange(n_features, dtype=np.int32), word_length)
         doc_length = np.bincount(doc, minlength=n_docs).astype(np.int64)
+        # Sums over tokens of ``doc`` and ``7919 word + doc``, from the cells (a
+        # fraction of the tokens, and no int64 copy of them).
+        doc_sum = int(np.dot(X.indices.astype(np.int64), counts))
+        word_sum = int(np.dot(np.arange(n_features, dtype=np.int64), word_length))
+        self._fingerprint = (int(n_docs), int(n_features), int(doc.shape[0]), doc_sum,
+                             7919 * word_sum + doc_sum)
 
         self.device = torch.device(device)
         self.n_docs = int(n_docs)
@@ -99,14 +105,9 @@ class GibbsCorpus:
         return torch.argsort(self.doc, stable=True)
 
     def fingerprint(self):
-        """A cheap identity of the token arrays (to recognise the same corpus)."""
-        return (
-            self.n_docs,
-            self.n_features,
-            self.n_tokens,
-            int(self.doc.to(torch.int64).sum()),
-            int((self.word.to(torch.int64) * 7919 + self.doc.to(torch.int64)).sum()),
-        )
+        """A cheap identity of the token arrays (to recognise the same corpus):
+        ``(n_docs, n_features, n_tokens, sum of doc, sum of 7919 word + doc)``."""
+        return self._fingerprint
 
 
 class GibbsState:

@@ -34,7 +34,7 @@ import numpy as np
 import torch
 
 from .._random import counter_uniform, stream_key
-from ._fused import fused_dense_available, fused_dense_chunk
+from ._fused import FusedKernelError, fused_dense_available, fused_dense_chunk
 from ._state import chunk_bounds
 
 __all__ = [
@@ -166,14 +166,19 @@ def parallel_sweep(state, alpha, beta, seed, sweep, chunk):
     K = state.n_components
     if fused_dense_available(corpus.device, K):
         # No (chunk, K) work space: a chunk costs its uniforms only.
-        for start, stop, u in _uniform_blocks(key, corpus.n_tokens, _FUSED_CHUNK,
-                                              corpus.device):
-            fused_dense_chunk(corpus.doc[start:stop], corpus.word[start:stop],
-                              state.z[start:stop], theta_tab, phi_tab, state.n_dk, state.n_wk,
-                              state.n_k, alpha, beta, u, out=new_z[start:stop])
-        state.z = new_z
-        state.rebuild_counts()
-        return
+        try:
+            for start, stop, u in _uniform_blocks(key, corpus.n_tokens, _FUSED_CHUNK,
+                                                  corpus.device):
+                fused_dense_chunk(corpus.doc[start:stop], corpus.word[start:stop],
+                                  state.z[start:stop], theta_tab, phi_tab, state.n_dk,
+                                  state.n_wk, state.n_k, alpha, beta, u,
+                                  out=new_z[start:stop])
+        except FusedKernelError:
+            pass  # warned once; the eager chunks below redo the sweep
+        else:
+            state.z = new_z
+            state.rebuild_counts()
+            return
     size = min(chunk, max(corpus.n_tokens, 1))
     buffers = (torch.empty((size, K), dtype=torch.float32, device=corpus.device),
                torch.empty((size, K), dtype=torch.float32, device=corpus.device))
