@@ -133,9 +133,8 @@ def dense_chunk(doc, word, z, theta_tab, phi_tab, n_dk, n_wk, n_k, alpha, beta, 
     cum = torch.cumsum(p, 1, out=tmp)
     target = torch.mul(cum[:, -1], u)[:, None]
     # searchsorted(right=True) as a count of the entries <= target: a comparison and a
-    # matrix-vector product, with no branch to mispredict (2-3x faster on the CPU).
-    below = torch.le(cum, target, out=p)
-    new_z = torch.mv(below, torch.ones(K, dtype=below.dtype, device=below.device))
+    # row sum, with no branch to mispredict (2-3x faster on the CPU; exact in float32).
+    new_z = torch.le(cum, target, out=p).sum(1)
     return new_z.to(torch.int32).clamp_max_(K - 1)
 
 
