@@ -41,7 +41,6 @@ from pathlib import Path
 # every operation). On a shared, oversubscribed one spinning threads wait for a
 # time slice (10x slower at 2 threads, measured): export OMP_WAIT_POLICY=PASSIVE
 # there, before this script starts. The results record the policy.
-
 import numpy as np
 import scipy.sparse as sp
 import torch
