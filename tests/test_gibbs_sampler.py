@@ -224,13 +224,13 @@ def _replicated(state, i, n):
 
 def _fused_device():
     """Where the fused Triton kernel runs: CUDA, or Triton's interpreter on the CPU
-    (``TRITON_INTERPRET=1`` set before Triton is imported, as
-    :func:`test_fused_kernel_interpreted` runs these tests)."""
+    (``SKTOPICS_TRITON_INTERPRET=1`` and ``TRITON_INTERPRET=1`` set before Triton is
+    imported, as :func:`test_fused_kernel_interpreted` runs these tests)."""
     if torch.cuda.is_available() and fused_dense_available("cuda", K):
         return "cuda"
     if fused_dense_available("cpu", K):
         return "cpu"
-    pytest.skip("needs Triton with CUDA, or TRITON_INTERPRET=1")
+    pytest.skip("needs Triton with CUDA, or its interpreter (see test_fused_kernel_interpreted)")
 
 
 @pytest.mark.parametrize("kernel", ["eager", "fused"])
@@ -350,13 +350,14 @@ def test_fused_kernel_interpreted():
     """The fused kernel's tests, run by Triton's interpreter on the CPU (where Triton is
     installed): the CPU suite checks the GPU kernel's logic."""
     pytest.importorskip("triton")
-    if os.environ.get("TRITON_INTERPRET") == "1" or torch.cuda.is_available():
+    if os.environ.get("SKTOPICS_TRITON_INTERPRET") == "1" or torch.cuda.is_available():
         pytest.skip("the fused tests run in this process")
     selection = "fused and not falls_back"
     proc = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", __file__,
          "-k", selection, "-W", "ignore::pytest.PytestUnraisableExceptionWarning"],
-        env={**os.environ, "TRITON_INTERPRET": "1"}, capture_output=True, text=True,
+        env={**os.environ, "TRITON_INTERPRET": "1", "SKTOPICS_TRITON_INTERPRET": "1"},
+        capture_output=True, text=True,
     )
     summary = proc.stdout.strip().splitlines()[-1]
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]

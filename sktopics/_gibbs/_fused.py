@@ -10,8 +10,10 @@ may add in another order, so a token whose uniform falls within rounding of a
 boundary can land on the neighbouring topic).
 
 Triton ships with CUDA builds of torch; without it (or on the CPU) the sweeps use
-the eager kernels. ``TRITON_INTERPRET=1`` runs this kernel on CPU tensors, which
-is how the CPU test suite checks it where Triton is installed.
+the eager kernels. With ``SKTOPICS_TRITON_INTERPRET=1`` and ``TRITON_INTERPRET=1``
+(Triton's interpreter) the kernel runs on CPU tensors: that is how the CPU test suite
+checks it where Triton is installed. (``TRITON_INTERPRET`` alone, set to debug
+another kernel, does not route sktopics' sweeps through the slow interpreter.)
 """
 
 import functools
@@ -32,7 +34,7 @@ _TILE = 4096
 
 
 def _interpreting():
-    return os.environ.get("TRITON_INTERPRET") == "1"
+    return os.environ.get("SKTOPICS_TRITON_INTERPRET") == "1"
 
 
 @functools.cache
