@@ -5,7 +5,7 @@ with ``SKTOPICS_TEST_DEVICE=auto``. What can be checked without a GPU is in
 ``tests/test_devices.py``; these tests reuse its helpers on a real second device.
 """
 
-import gc
+import inspect
 import os
 import pickle
 import subprocess
@@ -228,14 +228,24 @@ def test_left_to_right_pam_ais_and_hmc_on_cuda(X):
 # --------------------------------------------------------------------------- no host syncs in hot loops
 
 
+def _switch_lines():
+    """``file:line`` of every line of ``torch.cuda.set_sync_debug_mode``."""
+    lines, first = inspect.getsourcelines(torch.cuda.set_sync_debug_mode)
+    path = inspect.getsourcefile(torch.cuda.set_sync_debug_mode)
+    return {f"{path}:{first + i}" for i in range(len(lines))}
+
+
 def _syncs(fn):
     """Where ``fn`` makes synchronising CUDA calls (torch's sync debug mode): a
-    Counter of ``file:line``."""
-    # Without the garbage collector: objects it frees (pinned host memory, say) can
-    # synchronise at any line, once in a while, from other tests' garbage.
-    gc.collect()
+    Counter of ``file:line``.
+
+    Warnings that surface on the line switching the debug mode off are left out:
+    in the whole suite one such appeared once in 8 Gibbs sweeps, with or without the
+    garbage collector, while the same fits run alone, with every synchronisation's
+    stack recorded, made none (likeliest source: a thread an earlier test left
+    behind, whose warning torch delivers at this thread's next call).
+    """
     torch.cuda.synchronize()
-    gc.disable()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         torch.cuda.set_sync_debug_mode("warn")
@@ -243,8 +253,11 @@ def _syncs(fn):
             fn()
         finally:
             torch.cuda.set_sync_debug_mode("default")
-            gc.enable()
-    return Counter(f"{w.filename}:{w.lineno}" for w in caught if "synchroniz" in str(w.message))
+    where = Counter(f"{w.filename}:{w.lineno}" for w in caught
+                    if "synchroniz" in str(w.message))
+    for line in _switch_lines() & set(where):
+        del where[line]
+    return where
 
 
 def _per_step(make, small, large, where):
