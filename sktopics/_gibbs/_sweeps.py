@@ -25,7 +25,8 @@ Three transition kernels act on a :class:`~sktopics._gibbs._state.GibbsState`:
 
 Every random number is a counter-based uniform of ``(seed, stream, sweep,
 token)`` (:mod:`._random`), so results do not depend on the chunk size or on the
-number of threads. Temporaries are at most ``(chunk, K)``.
+number of threads. Temporaries are at most ``(chunk, K)``. On a GPU with Triton the
+parallel sweep's draws are one fused kernel (:mod:`._fused`) with no such temporary.
 """
 
 import math
