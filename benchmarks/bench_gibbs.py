@@ -30,6 +30,7 @@ Writes ``benchmarks/results/gibbs.json`` and ``benchmarks/results/gibbs.md``.
 """
 
 import argparse
+import json
 import os
 import sys
 import time
@@ -47,6 +48,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import (  # noqa: E402
+    RESULTS,
     default_data_home,
     doc_words,
     machine,
@@ -248,6 +250,37 @@ def throughput(corpora, ks, threads_list, sweeps, warmup, lda_sweeps, with_sklea
     return rows
 
 
+def plot_throughput(rows, path):
+    """Bars of M tokens/s per system, one panel per (corpus, K), 1 and 2 threads."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    panels = list(dict.fromkeys((r["corpus"], r["K"]) for r in rows))
+    fig, axes = plt.subplots(1, len(panels), figsize=(3.6 * len(panels), 3.4), squeeze=False)
+    for ax, (corpus, K) in zip(axes[0], panels):
+        mine = [r for r in rows if (r["corpus"], r["K"]) == (corpus, K)
+                and r["unit"] == "sweep"]
+        systems = list(dict.fromkeys(r["system"] for r in mine))
+        for offset, threads in ((-0.2, 1), (0.2, 2)):
+            values = [next((r["Mtok_s"] for r in mine if r["system"] == s
+                            and r["threads"] == threads), 0.0) for s in systems]
+            ax.barh([i + offset for i in range(len(systems))], values, height=0.38,
+                    label=f"{threads} thread{'s' * (threads > 1)}")
+        ax.set_yticks(range(len(systems)), [s.replace("sktopics ", "sktopics\n")
+                                            for s in systems], fontsize=8)
+        ax.invert_yaxis()
+        ax.set_xlabel("M tokens / s")
+        ax.set_title(f"{corpus}, K = {K}", fontsize=10)
+    axes[0][0].legend(fontsize=8, loc="lower right")
+    fig.suptitle("LDAGibbs and its peers, same process (benchmarks/bench_gibbs.py)",
+                 fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+
+
 # --------------------------------------------------------------------------- time to perplexity
 def time_to_perplexity(X, X_test, K, checkpoints, systems, label):
     halves = split_halves(X_test, seed=0)
@@ -406,11 +439,18 @@ def main(argv=None):
                         help="training sweeps of the models whose inference is timed")
     parser.add_argument("--quick", action="store_true", help="tiny smoke run")
     parser.add_argument("--output-name", default="gibbs")
+    parser.add_argument("--replot", action="store_true",
+                        help="only redraw results/<output-name>.png from its .json")
     args = parser.parse_args(argv)
     if args.quick:
         args.corpora, args.ks, args.sweeps, args.warmup = "bbc", "50", 2, 1
         args.ppl_checkpoints, args.quality_sweeps, args.lda_sweeps = "10,20", 0, 2
         args.infer_train_sweeps = 5
+    figure = RESULTS / f"{args.output_name}.png"
+    if args.replot:
+        plot_throughput(json.loads((RESULTS / f"{args.output_name}.json").read_text())
+                        ["throughput"], figure)
+        return
 
     info = machine()
     info["uptime_start"] = os.popen("uptime").read().strip()
@@ -557,6 +597,8 @@ def main(argv=None):
     payload = dict(machine=info, args=vars(args), throughput=through,
                    time_to_perplexity=ppl_rows, quality=quality_rows, inference=infer_rows)
     write_results(args.output_name, payload, "".join(md))
+    if through:
+        plot_throughput(through, figure)
 
 
 if __name__ == "__main__":
