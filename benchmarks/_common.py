@@ -4,6 +4,7 @@ import json
 import os
 import platform
 import subprocess
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -120,3 +121,42 @@ def load_pam_corpus(name, data_home=None):
     X = train.data.tocsr().astype(np.float32)
     X = X[np.asarray(X.sum(1)).ravel() > 0]
     return train, test, X, test.data.tocsr()
+
+
+class PeakRSS:
+    """Peak resident memory (bytes) of this process while the context is open, sampled
+    every ``interval`` seconds in a thread (and at both ends); ``baseline`` is the
+    resident memory on entry."""
+
+    def __init__(self, interval=0.05):
+        self.interval = interval
+
+    def __enter__(self):
+        self.baseline = self.peak = self._rss()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._watch, daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()
+        self.peak = max(self.peak, self._rss())
+
+    @property
+    def rise_mb(self):
+        """The peak above the baseline, in MB."""
+        return (self.peak - self.baseline) / 2**20
+
+    def _watch(self):
+        while not self._stop.wait(self.interval):
+            self.peak = max(self.peak, self._rss())
+
+    @staticmethod
+    def _rss():
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) * 1024
+        return 0
+

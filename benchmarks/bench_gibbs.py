@@ -8,8 +8,8 @@ Measures, on the same machine and in the same process (so ratios are meaningful)
    are excluded (``--warmup 50`` measures the steady state after burn-in, where
    tomotopy is faster than in its first sweeps). The systems are timed in
    alternation, ``--repeats`` times each, and the best timing of each is kept.
-   torch threads are set with ``torch.set_num_threads`` (the library never
-   does), tomotopy uses ``workers=threads``; ``lda`` and pyrmallet (RustMallet,
+   LDAGibbs gets ``n_jobs=threads`` (its torch threads inside ``fit``),
+   tomotopy ``workers=threads``; ``lda`` and pyrmallet (RustMallet,
    Mallet's SparseLDA) are single-threaded and have no warm start, so their sweeps
    are timed as the difference of two fresh runs;
    scikit-learn's batch VB uses ``n_jobs=threads`` and counts tokens x epochs.
@@ -86,22 +86,17 @@ class Ours:
 
     def __init__(self, X, K, algorithm, threads, seed=0):
         self.X = X
-        self.threads = threads
         self.model = LDAGibbs(
             n_components=K, doc_topic_prior=ALPHA, topic_word_prior=BETA,
             optimize_interval=None, algorithm=algorithm, n_kept_samples=1, burn_in=0,
             evaluate_every=10**9, warm_start=True, device="cpu", random_state=seed,
-            n_jobs=threads,  # n_jobs=None would leave a core free: 1 thread on 2 cores
+            # torch's threads inside fit (the caller's are restored); n_jobs=None would
+            # leave a core free: 1 thread on 2 cores
+            n_jobs=threads,
         )
 
     def train(self, sweeps):
-        old = torch.get_num_threads()
-        torch.set_num_threads(self.threads)
-        try:
-            self.model.set_params(max_iter=sweeps)
-            self.model.fit(self.X)
-        finally:
-            torch.set_num_threads(old)
+        self.model.set_params(max_iter=sweeps).fit(self.X)
 
     def topic_word(self):
         return self.model.components_

@@ -26,7 +26,6 @@ import argparse
 import contextlib
 import io
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -34,38 +33,10 @@ import numpy as np
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import machine, markdown_table, write_results  # noqa: E402
+from _common import PeakRSS, machine, markdown_table, write_results  # noqa: E402
 
 from sktopics import LDAGibbs  # noqa: E402
 from sktopics.datasets import make_lda_corpus  # noqa: E402
-
-
-class PeakRSS:
-    """Peak resident memory (bytes) of this process while the context is open."""
-
-    def __enter__(self):
-        self.baseline = self.peak = self._rss()
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._watch, daemon=True)
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self._stop.set()
-        self._thread.join()
-        self.peak = max(self.peak, self._rss())
-
-    def _watch(self):
-        while not self._stop.wait(0.05):
-            self.peak = max(self.peak, self._rss())
-
-    @staticmethod
-    def _rss():
-        with open("/proc/self/status") as status:
-            for line in status:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1]) * 1024
-        return 0
 
 
 def topic_recovery(phi_true, phi_learned):

@@ -19,14 +19,12 @@ Writes ``benchmarks/results/neural_speed_vs_plain.{json,md,rst}`` (speed) and
 
 import argparse
 import multiprocessing
-import resource
-import threading
 import time
 import warnings
 
 import numpy as np
 import torch
-from _common import default_data_home, machine, markdown_table, write_results
+from _common import PeakRSS, default_data_home, machine, markdown_table, write_results
 from _plain_vae import topic_word, train_plain
 
 from sktopics import AVITM, ProdLDA
@@ -57,30 +55,15 @@ def fit_plain(name, X, n_topics, epochs, seed):
     return model, durations, time.perf_counter() - start
 
 
-def _resident_mb():
-    with open("/proc/self/statm") as statm:
-        return int(statm.read().split()[1]) * resource.getpagesize() / 2**20
-
-
 def _peak_memory_child(name, data_home, n_topics, plain, queue):
     torch.set_num_threads(1)
     X = load_20news_avitm(data_home, subset="train").data
     fit = (lambda X: train_plain(X, n_topics, 1, mixture=name == "AVITM")) if plain else (
         lambda X: fit_ours(name, X, n_topics, 1, 0, 1))
     fit(X[:400])  # torch's kernels and thread pools are loaded before measuring
-    before, peak, done = _resident_mb(), [0.0], threading.Event()
-
-    def sample():  # the resident set every 2 ms while the fit runs
-        while not done.is_set():
-            peak[0] = max(peak[0], _resident_mb())
-            time.sleep(0.002)
-
-    sampler = threading.Thread(target=sample)
-    sampler.start()
-    fit(X)
-    done.set()
-    sampler.join()
-    queue.put((peak[0] - before, X.data.nbytes + X.indices.nbytes + X.indptr.nbytes))
+    with PeakRSS(interval=0.002) as rss:  # the resident set every 2 ms while the fit runs
+        fit(X)
+    queue.put((rss.rise_mb, X.data.nbytes + X.indices.nbytes + X.indptr.nbytes))
 
 
 def peak_memory(name, data_home, n_topics, plain):

@@ -8,35 +8,23 @@ baseline is sampled every 5 ms in a thread.
 Usage: ``python research/gibbs_memory.py``; prints the figures.
 """
 
-import threading
-import time
+import sys
+from pathlib import Path
 
 import numpy as np
-import psutil
 import scipy.sparse as sp
 
-from sktopics import LDAGibbs
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+from _common import PeakRSS  # noqa: E402
+
+from sktopics import LDAGibbs  # noqa: E402
 
 
 def peak_above(fn):
-    proc = psutil.Process()
-    base = proc.memory_info().rss
-    peak = [base]
-    done = threading.Event()
-
-    def sample():
-        while not done.is_set():
-            peak[0] = max(peak[0], proc.memory_info().rss)
-            time.sleep(0.005)
-
-    thread = threading.Thread(target=sample)
-    thread.start()
-    try:
+    """``fn()`` and the peak of the resident memory above its start while it ran (MB)."""
+    with PeakRSS(interval=0.005) as rss:
         out = fn()
-    finally:
-        done.set()
-        thread.join()
-    return out, (peak[0] - base) / 2**20
+    return out, rss.rise_mb
 
 
 def main():
