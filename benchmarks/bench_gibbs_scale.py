@@ -1,6 +1,6 @@
 """LDAGibbs on a large synthetic corpus: does it fit in memory, and how fast does it train.
 
-Issue #4 asks that a 100 M-token synthetic corpus fits and trains (on one GPU). This
+The question is whether a 100 M-token synthetic corpus fits and trains (on one GPU). This
 script draws such a corpus from a known LDA model (``K`` topics over ``V`` words,
 ``phi_k ~ Dirichlet(0.05)``, ``theta_d ~ Dirichlet(0.1)``, Poisson document lengths;
 :func:`sktopics.datasets.make_lda_corpus`),
@@ -106,7 +106,7 @@ def main(argv=None):
     table = markdown_table([row], list(row))
     info = machine()
     text = (
-        "# LDAGibbs on a synthetic corpus (issue #4: a 100 M-token corpus fits and trains)\n\n"
+        "# LDAGibbs on a synthetic corpus (a 100 M-token corpus fits and trains)\n\n"
         f"Machine: {info}\n\n"
         f"Corpus drawn from LDA (K = {args.topics}, V = {args.words}, phi ~ Dir(0.05), "
         f"theta ~ Dir(0.1), Poisson lengths, mean {args.mean_length:.0f}). `fit_s` includes "

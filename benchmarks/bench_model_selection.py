@@ -138,7 +138,7 @@ def parse():
     p.add_argument("--speed-cases", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--target-case", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--target", action="store_true",
-                   help="issue #5's speed goal: AIS with --target-temperatures over the whole "
+                   help="the speed goal: AIS with --target-temperatures over the whole "
                         "20NG test set on --device (goal: <= 10 s with 1,000 on one H100)")
     p.add_argument("--target-temperatures", type=int, default=1000)
     p.add_argument("--target-fit-sweeps", type=int, default=100)
@@ -724,7 +724,7 @@ def speed_target(args):
     head = ("| code | documents | tokens | temperatures | kernel | seconds | token-updates/s | "
             "log-likelihood per token |")
     lines = [f"# AIS over the whole 20NG test set: {args.target_temperatures} temperatures", "",
-             (f"Goals: <= 130 s on one CPU thread (issue #18), <= 10 s on one H100. Device: "
+             (f"Goals: <= 130 s on one CPU thread, <= 10 s on one H100. Device: "
               f"{row['device_name']} ({row['device']}, {row['threads']} CPU thread(s)); load at "
               f"start {out['machine']['load_average_at_start']}. K = 50 LDAGibbs "
               f"({args.target_fit_sweeps} sweeps), one chain, kernel='auto', sigmoid "

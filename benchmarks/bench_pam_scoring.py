@@ -1,4 +1,4 @@
-"""Held-out likelihood of PAMVI models: left-to-right over paths against path AIS (issue #5/#6).
+"""Held-out likelihood of PAMVI models: left-to-right over paths against path AIS.
 
 Fits ``PAMVI`` on 20 Newsgroups (``20news_avitm``) for each ``--structures`` entry, then
 scores ``--docs`` test documents (a seeded sample of the non-empty ones) with the
@@ -72,7 +72,7 @@ def main():
             s = time.perf_counter() - t
             row = {"structure": list(structure), "paths": n_paths, "method": name,
                    "budget": kw, "per_token": res.per_token,
-                   "stderr_per_token": res.stderr / n_tokens,
+                   "stderr_per_token": res.per_token_stderr,
                    "seconds": s, "documents_per_s": args.docs / s,
                    "token_updates_per_s": res.n_token_updates / s}
             out["rows"].append(row)

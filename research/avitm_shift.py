@@ -1,4 +1,4 @@
-"""AVITM's low topic diversity: the batch norm's learnable per-word shift (issue #19).
+"""AVITM's low topic diversity: the batch norm's learnable per-word shift.
 
 Fits AVITM at its defaults (20 Newsgroups, K = 50, seed 0, 2 threads) with the
 decoder's per-word shift learned (TF's ``center=True``, the original code) and frozen

@@ -6,7 +6,7 @@ conventions), topic diversity (top 10 / 25) and the held-out ``score``.
 
 Usage::
 
-    python benchmarks/bench_neural_variants.py --corpus 20news_avitm \
+    python research/bench_neural_variants.py --corpus 20news_avitm \
         '{}' '{"dropout": 0.2}' '{"dropout": 0.2, "batch_size": 64, "batch_sampling": "shuffle"}'
 
 The numbers recorded in ``results/neural_variants.md`` were printed by this script

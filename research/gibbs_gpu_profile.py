@@ -4,13 +4,13 @@
 uniforms, the eager dense chunk path, the fused kernel, the count rebuild, the
 log-likelihood. K = 1024 with MH: the uniforms, the MH draws, the count rebuild.
 
-Usage (a CUDA machine): ``python research/gibbs_gpu_profile.py --data-home DIR``;
-prints a table and writes ``research/results/gibbs_gpu_profile.json`` (or ``$OUT``).
+Usage (a CUDA machine): ``python research/gibbs_gpu_profile.py --data-home DIR
+[--output DIR]``; prints a table and writes ``gibbs_gpu_profile.json`` to ``--output``
+(default: ``research/results``).
 """
 
 import argparse
 import json
-import os
 import sys
 import time
 from pathlib import Path
@@ -41,6 +41,8 @@ def timed(fn, repeat=5):
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--data-home", required=True)
+    p.add_argument("--output", default=str(ROOT / "research" / "results"), metavar="DIR",
+                   help="folder for gibbs_gpu_profile.json (default: research/results)")
     args = p.parse_args()
     X = load_20news_avitm(args.data_home, subset="train").data
     X = sp.vstack([X] * 16).tocsr()
@@ -92,7 +94,7 @@ def main():
             row(f"K={K} z_by_doc gather", timed(lambda: state.z[corpus.doc_perm]))
         state = theta = phi = None  # free the K = 50 tables before K = 1024
         torch.cuda.empty_cache()
-    out = Path(os.environ.get("OUT", ROOT / "research" / "results"))
+    out = Path(args.output)
     out.mkdir(parents=True, exist_ok=True)
     (out / "gibbs_gpu_profile.json").write_text(json.dumps(
         {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "n_tokens": n,

@@ -1,6 +1,6 @@
-"""PAMVI diagnostics behind research/results/pam_diagnosis.md (issue #6).
+"""PAMVI diagnostics behind research/results/pam_diagnosis.md.
 
-Usage: ``python benchmarks/pam_diagnostics.py {20ng,nips,bbc} EPOCHS CHUNK '{json}' [label]``.
+Usage: ``python research/pam_diagnostics.py {20ng,nips,bbc} EPOCHS CHUNK '{json}' [label]``.
 The JSON holds PAMVI parameters plus experimental switches applied by patching the
 built module (not estimator options): ``x_mu_norm="none"`` (mean heads without batch
 norm), ``x_dec_bias=false`` (decoder without its per-word shift), ``x_dec_gain=true``

@@ -1,4 +1,4 @@
-"""Does PAMVI's objective want tomotopy's topics? (issue #6, eighth round of pam_diagnosis.md)
+"""Does PAMVI's objective want tomotopy's topics? (eighth round of pam_diagnosis.md)
 
 tomotopy's Gibbs PAModel finds more coherent topics on 20 Newsgroups 2 / 50 than PAMVI
 (NPMI 0.239 against 0.19). This script asks whether that is an optimisation shortfall of
@@ -20,7 +20,7 @@ encoder, 1,000 test documents) and AIS over topic assignments under the exact Di
 priors (independent of the encoder, ``--n-docs`` random test documents); and the paired
 AIS difference of each variant against ``default`` on the same documents.
 
-Usage: ``python benchmarks/pam_objective.py [--data 20ng] [--seed 0] [--epochs 20]
+Usage: ``python research/pam_objective.py [--data 20ng] [--seed 0] [--epochs 20]
 [--n-docs 300]``. Writes ``results/pam_objective.{json,md,rst}`` (``pam_objective_nips``
 for ``--data nips``). Quality and likelihood only: the seconds
 are not timings.

@@ -1,4 +1,4 @@
-"""Reference models for PAMVI's coherence on 20 Newsgroups 2 / 50 (issue #6, seventh round).
+"""Reference models for PAMVI's coherence on 20 Newsgroups 2 / 50 (seventh round of pam_diagnosis.md).
 
 Attributes tomotopy PAModel's lead (``pam_diagnosis.md``): the same Gibbs PAM with its
 priors learned (tomotopy's default ``optim_interval=10``) and fixed, tomotopy's and
@@ -8,7 +8,7 @@ maximise the likelihood of the paths-summed-out PAM (its MAP for ``alpha = subal
 against the same EM (PLSA) from a random start. Quality only; the seconds printed are not
 timings.
 
-Usage: ``python benchmarks/pam_references.py [--seed 0] [--iterations 200]``.
+Usage: ``python research/pam_references.py [--seed 0] [--iterations 200]``.
 """
 
 import argparse

@@ -1,20 +1,20 @@
-"""Screen PAMVI training variants in one fit (issue #6; rounds 2 and 4 of pam_diagnosis.md).
+"""Screen PAMVI training variants in one fit (rounds 2 and 4 of pam_diagnosis.md).
 
-Usage: ``python benchmarks/pam_screen.py {20ng,nips,bbc} EPOCHS '{json}'``. The JSON holds
+Usage: ``python research/pam_screen.py {20ng,nips,bbc} EPOCHS '{json}'``. The JSON holds
 PAMVI/MoLDA parameters (``"cls": "MoLDA"`` for MoLDA, ``"seed"``) plus experimental switches
 applied by patching (not estimator options): ``x_kl_warmup`` (epochs of a linear 0 -> 1 KL
 weight, per batch), ``x_klw`` (a fixed KL weight), ``x_lr`` (``"cosine"`` or ``"linear"``
 decay over the run) with ``x_lr_min`` (final fraction), ``x_mc`` (posterior samples per
 document in training), ``x_l2_mu_bn`` (with ``logvar_norm="l2"``: keep batch norm on the mean
 head), ``x_mu_l2`` (per-document centred l2 normalisation of the mean head, RMS = value),
-``x_product`` (issue #6, fourth round: ProdLDA's product-of-experts decoder on the leaf
+``x_product`` (fourth round of pam_diagnosis.md: ProdLDA's product-of-experts decoder on the leaf
 weights, ``log softmax(BN(theta_leaf @ beta) + b)``, ``b`` initialised by ``shift_init``;
 ``word_gain`` is ignored), ``x_prod_gain`` (with it: a learnable per-word gain on the
 batch-normed logits), ``x_plain`` (mixture decoder without the batch norm across topics,
 ``phi = softmax(beta + b)``; the gain is unused), ``x_fixed_shift`` (the mixture decoder's
 shift ``b`` frozen at its ``shift_init`` value), ``x_topic_entropy`` (add this weight times
 the sum of the sub-topics' entropies to each document's loss: a sharpening penalty, not an
-ELBO), ``x_background`` (issue #6, fifth round: the initial weight ``lam`` of a background
+ELBO), ``x_background`` (fifth round of pam_diagnosis.md: the initial weight ``lam`` of a background
 word distribution mixed into the decoder, ``p(w | d) = lam * bg_w + (1 - lam) * theta_d @ phi``
 with ``bg`` the training split's empirical unigram distribution (fixed) and ``lam =
 sigmoid(a)`` one global learnable scalar; the topics read out stay ``phi``; 0 = off),

@@ -7,8 +7,8 @@ many distinct most-likely topics among the 2,000 held-out posts, and the median 
 of a post's top topic; an encoder that ignores its input puts every post near the
 prior, K = 20 giving shares about 0.05).
 
-Ran at commit 80a98cf (the defaults of #19); output in
-``research/results/raw_posts_transform.md``.
+Ran at commit 80a98cf (with the neural defaults that ``research/neural_defaults.py``
+chose); output in ``research/results/raw_posts_transform.md``.
 
 Usage::
 
@@ -24,7 +24,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 from _common import default_data_home  # noqa: E402
-from neural_defaults import raw_posts  # noqa: E402
+from neural_defaults import raw_posts  # noqa: E402  (research/neural_defaults.py, beside this script)
 
 from sktopics import ProdLDA  # noqa: E402
 from sktopics.metrics import npmi_coherence, topic_diversity  # noqa: E402

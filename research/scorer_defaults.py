@@ -1,6 +1,6 @@
-"""Which held-out scorer picks the right number of topics, and at what cost (issue #18).
+"""Which held-out scorer picks the right number of topics, and at what cost.
 
-The new user's grid search of issue #18: 1,500 raw 20 Newsgroups training posts,
+A new user's grid search: 1,500 raw 20 Newsgroups training posts,
 ``Pipeline(CountVectorizer(stop_words="english", min_df=2), LDAGibbs(max_iter=100))``,
 3-fold cross-validation (``KFold(3)``, as ``GridSearchCV(cv=3)``), K in {5, 10, 20, 40}.
 Every (fold, K) model is fitted once (timed) and scored by every scorer (timed), with
@@ -100,7 +100,7 @@ def main():
     out.mkdir(exist_ok=True)
     (out / "scorer_defaults.json").write_text(json.dumps({"commit": commit, "rows": rows,
                                                           "summary": report}, indent=1))
-    lines = [f"# Scorer defaults on the issue #18 grid search (commit {commit})", "",
+    lines = [f"# Scorer defaults on a new user's grid search (commit {commit})", "",
              f"{args.docs} raw 20NG training posts, KFold(3), K in {grid}, LDAGibbs "
              "max_iter=100, one thread. Gold: left-to-right with "
              f"{args.gold_particles} particles. Mean fit time per (fold, K): "

@@ -2,6 +2,7 @@
 
 import numpy as np
 
+from .utils._pipeline import vocabulary_of
 from .utils._validation import check_topic_word
 
 __all__ = ["top_words"]
@@ -48,7 +49,7 @@ def top_words(estimator, top_n=10, feature_names=None, *, return_weights=False):
     if not isinstance(top_n, (int, np.integer)) or top_n < 1:
         raise ValueError(f"top_n must be a positive int; got {top_n!r}.")
     if feature_names is None:
-        feature_names = _vocabulary_of(estimator)
+        feature_names = vocabulary_of(estimator)
     if feature_names is not None:
         feature_names = np.asarray(feature_names, dtype=object)
         if feature_names.shape[0] != topic_word.shape[1]:
@@ -64,14 +65,3 @@ def top_words(estimator, top_n=10, feature_names=None, *, return_weights=False):
     probabilities = topic_word / topic_word.sum(axis=1, keepdims=True)
     return words, np.take_along_axis(probabilities, order, axis=1)
 
-
-def _vocabulary_of(estimator):
-    if hasattr(estimator, "steps") and len(estimator.steps) > 1:
-        try:
-            return estimator[:-1].get_feature_names_out()
-        except (AttributeError, ValueError, TypeError):
-            pass
-        model = estimator[-1]
-    else:
-        model = estimator
-    return getattr(model, "feature_names_in_", None)

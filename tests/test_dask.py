@@ -1,4 +1,4 @@
-"""Grid search on a Dask cluster gives the results of one process (issue #21).
+"""Grid search on a Dask cluster gives the results of one process.
 
 ``GridSearchCV(Pipeline(CountVectorizer, estimator), scoring={AIS, NPMI})`` under
 ``joblib.parallel_config(backend="dask")`` on a ``LocalCluster`` of two process

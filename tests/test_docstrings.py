@@ -1,6 +1,8 @@
 """Docstrings are part of the API: their examples run, their sections are complete.
 
-* Every ``Examples`` section of the package runs as a doctest.
+* Every ``Examples`` section of the package runs as a doctest, and so does the code of
+  the front pages (the README's quick start, the documentation's index), with the
+  estimators' iterations cut to keep it fast.
 * Every public function and class (the ``__all__`` of the public modules) has a
   docstring whose ``Parameters`` section names every parameter of its signature
   (numpydoc's PR01), and functions say what they return (RT01).
@@ -12,6 +14,8 @@ import importlib
 import inspect
 import pkgutil
 import re
+import textwrap
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -29,7 +33,7 @@ def _examples(name):
 MODULES = [m.name for m in pkgutil.walk_packages(sktopics.__path__, "sktopics.")
            if not m.name.endswith("__main__") and _examples(m.name)]
 PUBLIC = ["sktopics", "sktopics.metrics", "sktopics.model_selection", "sktopics.datasets",
-          "sktopics.pam", "sktopics.utils"]
+          "sktopics.pam", "sktopics.utils", "sktopics.inspection"]
 
 
 @pytest.mark.parametrize("name", MODULES)
@@ -90,3 +94,46 @@ def test_public_docstrings_name_every_parameter(name, obj):
     assert not missing, f"{name}: parameters not in its docstring: {missing}"
     if inspect.isfunction(obj):
         assert _section(doc, "Returns") is not None, f"{name}: no Returns section"
+
+
+# --------------------------------------------------------------------------- front pages
+
+ROOT = Path(__file__).resolve().parents[1]
+
+#: The front pages whose code a new user copies first.
+FRONT_PAGES = ["README.md", "docs/index.rst"]
+
+
+def _python_blocks(path):
+    """The Python code blocks of a markdown (```python) or reStructuredText
+    (``.. code-block:: python``) file, dedented."""
+    text = (ROOT / path).read_text()
+    if path.endswith(".md"):
+        return re.findall(r"^```python\n(.*?)^```", text, re.M | re.S)
+    blocks = []
+    for match in re.finditer(r"^\.\. code-block:: python\n\n((?:[ \t]+.*\n|\n)+)", text, re.M):
+        blocks.append(textwrap.dedent(match.group(1)))
+    return blocks
+
+
+def _fast(code):
+    """The code with every estimator trained for 2 iterations (the rest unchanged)."""
+    fast, n = re.subn(r"\b(ProdLDA|AVITM|LDAGibbs|PAMVI|MoLDA)\(((?:[^()]|\([^()]*\))*)\)",
+                      lambda m: m.group(0) if "max_iter" in m.group(2)
+                      else f"{m.group(1)}({m.group(2)}, max_iter=2)", code)
+    assert n, "no estimator to speed up: update _fast"
+    return fast
+
+
+@pytest.mark.parametrize("path", FRONT_PAGES)
+def test_front_page_code_runs(path, capsys):
+    blocks = _python_blocks(path)
+    assert len(blocks) == 1, f"{path}: expected one Python block, found {len(blocks)}"
+    namespace = {"__name__": "__front_page__"}
+    exec(compile(_fast(blocks[0]), path, "exec"), namespace)  # noqa: S102
+    printed = capsys.readouterr().out.splitlines()
+    words, score = printed[-2], float(printed[-1])
+    assert words.startswith("[[") and np.isfinite(score) and score < 0
+    doc_topic = namespace["doc_topic"]
+    assert doc_topic.shape == (len(namespace["test"].texts), 20)
+    np.testing.assert_allclose(doc_topic.sum(axis=1), 1.0, rtol=1e-5)

@@ -1,4 +1,4 @@
-"""The topic VAEs' ELBO terms against independent computations (issue #22).
+"""The topic VAEs' ELBO terms against independent computations.
 
 * ``gaussian_kl`` against ``torch.distributions.kl_divergence``;
 * a fitted PAMVI's per-node KL against ``torch.distributions`` over its unmasked edges

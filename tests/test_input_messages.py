@@ -1,4 +1,4 @@
-"""What a new user sees for the usual mistakes (issue #22, section 2): clear messages.
+"""What a new user sees for the usual mistakes: clear messages.
 
 Raw text instead of counts, a TF-IDF matrix into a sampler of integer counts, more
 topics than words, documents without a known word, a one-level PAM, and the coherence

@@ -144,7 +144,7 @@ def test_prodlda_hmc_step_tuned_in_a_pilot_run(prodlda):
 
 @pytest.mark.parametrize("random_state", [0, np.random.RandomState(5), None])
 def test_prodlda_ratio_falls_back_to_paired_with_common_random_numbers(prodlda, random_state):
-    # issue 18: the fallback warns, and its two AIS runs share one seed (the point of
+    # The fallback warns, and its two AIS runs share one seed (the point of
     # pairing) and this call's schedule and kernel, whatever random_state is
     X = corpus(4, seed=6)
     lda = StandInLDA(2).fit(corpus(60))
@@ -290,6 +290,52 @@ def test_results_objects():
     assert same.corpus_perplexity_ratio == 1.0
     assert 0 <= cmp.sign_test_pvalue <= 1
     assert np.isfinite(cmp.paired_stderr)
+    for result in (res, cmp):
+        assert result.per_token_stderr == result.stderr / X.sum()
+
+
+def test_align_topics_takes_models_pipelines_and_arrays(prodlda):
+    from sktopics.model_selection import align_topics
+
+    flipped = prodlda.components_[::-1]
+    np.testing.assert_array_equal(align_topics(prodlda, flipped), [1, 0])
+    np.testing.assert_array_equal(align_topics(flipped, prodlda), [1, 0])
+    pipe_a = make_pipeline(CountVectorizer(), StandInLDA(2)).fit(texts())
+    pipe_b = make_pipeline(CountVectorizer(), StandInLDA(2)).fit(texts(seed=1))
+    np.testing.assert_array_equal(align_topics(pipe_a, pipe_b),
+                                  align_topics(pipe_a[-1].components_, pipe_b[-1]))
+    # rows are normalised: scaled counts give the permutation of their distributions
+    np.testing.assert_array_equal(align_topics(3 * prodlda.components_, flipped), [1, 0])
+    with pytest.raises(ValueError, match="same numbers of topics"):
+        align_topics(prodlda, np.ones((3, prodlda.components_.shape[1])))
+    with pytest.raises(ValueError, match="estimator_b must be non-negative"):
+        align_topics(prodlda, -prodlda.components_)
+
+
+def test_the_preamble_unwraps_checks_and_keys():
+    from sktopics._evaluation._progress import Progress
+    from sktopics.model_selection._preamble import prepare
+
+    docs = texts(10)
+    pipe = make_pipeline(CountVectorizer(), StandInLDA(2)).fit(docs)
+    run = prepare("f", pipe, docs, device="cpu", dirichlet_approximation=True, random_state=3)
+    assert run.model.kind == "topics" and run.model.prior == "dirichlet"
+    assert sp.isspmatrix_csr(run.X) and run.X.dtype == np.float64
+    np.testing.assert_array_equal(run.lengths, np.asarray(pipe[0].transform(docs).sum(1)).ravel())
+    assert run.device == torch.device("cpu")
+    again = prepare("f", pipe, docs, device="cpu", dirichlet_approximation=True, random_state=3)
+    assert run.root == again.root
+    with pytest.raises(ValueError, match="f expects 6"):
+        prepare("f", pipe[-1], np.ones((2, 5)), device="cpu", dirichlet_approximation=True,
+                random_state=0)
+    # the progress line: the last line on success only
+    with Progress("f", 1, 1.0, verbose=1) as progress:
+        pass
+    closed = []
+    progress.close = lambda: closed.append(True)
+    with pytest.raises(RuntimeError), progress:
+        raise RuntimeError
+    assert not closed
 
 
 # --------------------------------------------------------------------------- scorers
@@ -419,7 +465,7 @@ def test_grid_search_with_ratio_ais_scorer_across_numbers_of_topics():
     assert scores[1] > scores[0]  # two topics beat one, relative to the same reference
 
 
-# --------------------------------------------------------------------------- issue 18 API
+# --------------------------------------------------------------------------- scorers, checks, displays
 
 
 def test_scorer_keywords_are_checked_when_the_scorer_is_made():

@@ -3,6 +3,7 @@
 import ast
 import importlib
 import io
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -129,6 +130,16 @@ def test_evaluation_engines_import_neither_model_selection_nor_estimators():
                 name, edges)
 
 
+def test_utils_import_only_utils_and_leaf_modules():
+    # utils is the bottom layer: the estimators, the evaluation engines, model_selection,
+    # metrics and inspection all import it (e.g. utils._pipeline to unwrap a Pipeline)
+    graph = _import_graph()
+    for name, edges in graph.items():
+        if name.startswith("sktopics.utils"):
+            outside = {e for e in edges if not e.startswith("sktopics.utils")}
+            assert not any(graph[e] for e in outside), (name, outside)
+
+
 def test_private_sklearn_names_only_in_compat_layer():
     offenders = []
     for path in PACKAGE.rglob("*.py"):
@@ -188,3 +199,65 @@ def test_console_entry_point_help():
     )
     assert result.returncode == 0
     assert "--topics" in result.stdout
+
+
+
+# --------------------------------------------------------------------------- the house
+
+ROOT = PACKAGE.parent
+
+#: Text files of the project (the repository without its build outputs).
+_TEXT = (".py", ".md", ".rst", ".toml", ".txt", ".cfg")
+_NOT_SOURCE = {"build", "dist", "_build", "auto_examples", "generated", "data"}
+
+
+def _project_files():
+    for path in sorted(ROOT.rglob("*")):
+        parts = path.relative_to(ROOT).parts
+        if (path.suffix in _TEXT and path.is_file() and not set(parts) & _NOT_SOURCE
+                and not any(p.startswith(".") or p.endswith(".egg-info") for p in parts)):
+            yield path
+
+
+def test_extras_cover_what_the_tests_and_the_gpu_need():
+    tomllib = pytest.importorskip("tomllib")
+    pyproject = ROOT / "pyproject.toml"
+    if not pyproject.exists():
+        pytest.skip("not a source checkout")
+    extras = tomllib.loads(pyproject.read_text())["project"]["optional-dependencies"]
+    assert set(extras["report"]) <= set(extras["test"])  # the report tests run in CI
+    assert {"pandas", "pyLDAvis"} == {r.split(">")[0].split("=")[0] for r in extras["report"]}
+    triton = [r for r in extras["gpu"] if r.startswith("triton")]
+    assert triton and set(triton) <= set(extras["test"])  # one marker for both
+
+
+def test_the_project_speaks_of_itself_not_of_its_issue_tracker():
+    # A reader has no issue tracker: say what changed and why, not which issue asked.
+    pattern = re.compile(r"\b[Ii]ssues? ?#?\d+\b|(?<![\w&#])#\d{1,3}\b(?![\w-])")
+    offenders = set()
+    for path in _project_files():
+        text = path.read_text(errors="replace")
+        if path.suffix == ".py":  # comments and strings both count; colours do not
+            text = re.sub(r"#[0-9a-fA-F]{6}\b", "", text)
+        if pattern.search(text):
+            offenders.add(str(path.relative_to(ROOT)))
+    assert not offenders, sorted(offenders)
+
+
+def test_every_cited_result_file_exists():
+    # The docs, the READMEs and the package's docstrings quote result files by path; each
+    # must be there (scripts name the files they will write, and git's history is cited
+    # as ``git show COMMIT:PATH``: neither counts).
+    cited = re.compile(r"((?:\.\./)*(?:benchmarks|research)/results/[\w.*-]+\.(?:md|rst|json|png|txt))")
+    missing = set()
+    for path in _project_files():
+        where = path.relative_to(ROOT).parts
+        if where[0] in ("benchmarks", "research", "tests", "tools") and path.suffix == ".py":
+            continue
+        text = re.sub(r"git show [0-9a-f]+:\S+", "", path.read_text(errors="replace"))
+        for match in cited.finditer(text):
+            ref = match.group(1)
+            target = (path.parent / ref) if ref.startswith("..") else ROOT / ref
+            if not list(target.parent.glob(target.name)):
+                missing.add((str(path.relative_to(ROOT)), ref))
+    assert not missing, sorted(missing)

@@ -1,4 +1,4 @@
-"""ShardedCorpus: a corpus on disk streamed one shard at a time (issue #21)."""
+"""ShardedCorpus: a corpus on disk streamed one shard at a time."""
 
 import numpy as np
 import pytest

@@ -39,15 +39,12 @@ display = TopicWordsDisplay.from_estimator(pipe, top_n=8)
 # ----------------------
 # ``prevalence`` is the share of the test documents' tokens in each topic, ``npmi``
 # the coherence of the top words in the test documents, ``distinct`` the share of
-# the top words that no other topic has among its top words. With pandas installed
-# the report is a DataFrame (here: sorted by prevalence), else a list of records.
+# the top words that no other topic has among its top words. The report is a pandas
+# DataFrame indexed by topic (``pip install "sktopics[report]"``); here sorted by
+# prevalence.
 report = topic_report(pipe, test.texts, top_n=8, X_ref=test.texts)
-try:
-    print(report.sort_values("prevalence", ascending=False)[
-        ["top_words", "prevalence", "npmi", "distinct"]].round(3).to_string())
-except AttributeError:  # no pandas: a list of records
-    for row in report:
-        print(row["topic"], row["top_words"][:5], round(row["prevalence"], 3))
+print(report.sort_values("prevalence", ascending=False)[
+    ["top_words", "prevalence", "npmi", "distinct"]].round(3).to_string())
 
 # %%
 # For pyLDAvis

@@ -5,7 +5,8 @@ result objects live in :mod:`sktopics.model_selection`, which imports from here;
 nothing here imports from there, nor from the estimators. Modules, each one job,
 arrows pointing down the list:
 
-* ``_views``: the generative view of a model and the counts to score;
+* ``_views``: the generative view of a model, its topics as distributions and the
+  counts to score;
 * ``_tokens``: documents as (document, chain) token rows, batching, schedules,
   per-document results;
 * ``_resampling``: systematic resampling of chains and particles;

@@ -14,6 +14,8 @@ def _clock(seconds):
 class Progress:
     """Work done, documents done, rate and time left, printed every few seconds.
 
+    A context manager: leaving the block without an error prints the last line.
+
     Parameters
     ----------
     label : str
@@ -34,6 +36,13 @@ class Progress:
         self.documents = 0
         self.start = self._last = time.perf_counter()
 
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc, traceback):
+        if exc_type is None:  # an interrupted run does not claim to be done
+            self.close()
+
     def advance(self, work):
         """Record ``work`` token-updates done; print when a line is due."""
         if not self.verbose:
@@ -49,6 +58,7 @@ class Progress:
         self.documents += int(n)
 
     def close(self):
+        """Print the last line (with ``verbose``)."""
         if self.verbose:
             self.done = self.total
             self._print(time.perf_counter(), last=True)

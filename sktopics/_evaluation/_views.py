@@ -4,9 +4,10 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._generative import DirichletPrior, GenerativeView, MixtureLikelihood
+from ..utils._pipeline import final_estimator
 from ..utils._validation import check_counts, check_doc_topic_prior, check_topic_word
 
-__all__ = ["check_eval_counts", "generative_view", "latent_of", "split_pipeline"]
+__all__ = ["check_eval_counts", "generative_view", "latent_of", "topic_distributions"]
 
 
 def generative_view(estimator):
@@ -31,18 +32,14 @@ def generative_view(estimator):
     ):
         return estimator
     if isinstance(estimator, tuple) and len(estimator) == 2:
-        phi = check_topic_word(estimator[0])
-        if np.any(phi < 0) or np.any(phi.sum(1) <= 0):
-            raise ValueError("topic_word must be non-negative with no all-zero row.")
+        phi = topic_distributions(estimator[0])
         alpha = check_doc_topic_prior(estimator[1], phi.shape[0], name="alpha")
-        phi = phi / phi.sum(1, keepdims=True)
         return GenerativeView(
             prior=DirichletPrior(np.array(alpha)),
             likelihood=MixtureLikelihood(phi),
             n_features=phi.shape[1],
         )
-    if hasattr(estimator, "steps"):
-        estimator = estimator[-1]
+    estimator = final_estimator(estimator)
     if hasattr(estimator, "_generative_view"):
         return estimator._generative_view()
     raise TypeError(
@@ -51,13 +48,25 @@ def generative_view(estimator):
     )
 
 
-def split_pipeline(estimator, X):
-    """(final step, X transformed by the preceding steps) for a Pipeline."""
-    if hasattr(estimator, "steps") and len(estimator.steps) > 1:
-        return estimator[-1], estimator[:-1].transform(X)
-    if hasattr(estimator, "steps"):
-        return estimator[-1], X
-    return estimator, X
+def topic_distributions(topic_word, name="topic_word"):
+    """The rows of a topic-word matrix (or a model's, or a Pipeline's) as distributions.
+
+    Parameters
+    ----------
+    topic_word : estimator, Pipeline or array-like of shape (n_topics, n_words)
+        Non-negative, with no all-zero row.
+    name : str, default="topic_word"
+        The argument's name, for messages.
+
+    Returns
+    -------
+    topic_word : ndarray of shape (n_topics, n_words)
+        Float64, rows summing to 1.
+    """
+    phi = check_topic_word(topic_word, name=name)
+    if np.any(phi < 0) or np.any(phi.sum(1) <= 0):
+        raise ValueError(f"{name} must be non-negative with no all-zero row.")
+    return phi / phi.sum(1, keepdims=True)
 
 
 def check_eval_counts(X, n_features, integer=True, owner="this estimator"):
@@ -66,8 +75,7 @@ def check_eval_counts(X, n_features, integer=True, owner="this estimator"):
         X = sp.csr_matrix(X, dtype=np.float64)
     else:
         X = np.asarray(X, dtype=np.float64)
-    return check_counts(X, owner=owner, n_features=n_features, integer_counts=integer,
-                        stacklevel=4)
+    return check_counts(X, owner=owner, n_features=n_features, integer_counts=integer)
 
 
 def latent_of(view, dirichlet_approximation=True):

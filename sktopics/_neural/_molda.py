@@ -6,25 +6,15 @@ import numpy as np
 
 from .._generative_pam import pam_level_alphas
 from ..pam import PAMStructure
-from ..utils._docstring import fill_doc
 from ..utils._sklearn_compat import Interval, check_is_fitted
-from ._docs import COUNT_POLICY
+from ._pam_base import PAMTopicModel
+from ._pam_docs import fill_pam_doc
 from ._pam_modules import ConcatMixtureDecoder
-from ._pamvi import (
-    _PAM_FITTED_ATTRIBUTES,
-    PAM_TRAINING,
-    SHIFT_INIT,
-    TOPIC_WORD_PRIOR,
-    WORD_GAIN,
-    PAMTopicModel,
-)
 
 __all__ = ["MoLDA"]
 
 
-@fill_doc(shared_parameters=PAM_TRAINING, fitted_attributes=_PAM_FITTED_ATTRIBUTES,
-          count_policy=COUNT_POLICY, word_gain=WORD_GAIN, shift_init=SHIFT_INIT,
-          topic_word_prior=TOPIC_WORD_PRIOR)
+@fill_pam_doc
 class MoLDA(PAMTopicModel):
     """Word-level mixture of LDA models with different numbers of topics (aviPAM).
 

@@ -7,7 +7,7 @@
 * :class:`AISConvergenceDisplay`, :class:`ComparisonDisplay`: AIS against its budget,
   and a ratio-AIS comparison document by document;
 * :func:`topic_report`: one row per topic (top words, weights, prevalence, NPMI,
-  distinct share), a pandas DataFrame when pandas is installed;
+  distinct share), as a pandas DataFrame (the ``report`` extra);
 * :func:`to_pyldavis`: the keyword arguments of ``pyLDAvis.prepare``.
 
 The displays follow scikit-learn's conventions (``from_estimator``, ``plot(ax=...)``,

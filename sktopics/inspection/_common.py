@@ -1,10 +1,13 @@
-"""What the inspection tools share: the model behind a Pipeline, its data, matplotlib."""
+"""What the inspection tools share: the Display mixin, matplotlib, token counts."""
 
 import numpy as np
 
-from ..utils._validation import check_topic_word
+from ..utils._pipeline import split_pipeline
 
-__all__ = ["axes_for", "check_matplotlib", "finished", "model_and_counts", "topic_word_of"]
+__all__ = ["DisplayMixin", "as_dense_rowsums", "check_matplotlib", "model_and_counts"]
+
+#: ``(model, X as counts over its vocabulary)`` for a model or Pipeline.
+model_and_counts = split_pipeline
 
 
 def check_matplotlib(caller):
@@ -19,35 +22,29 @@ def check_matplotlib(caller):
     return plt
 
 
-def axes_for(caller, ax, figsize):
-    """``ax``, or the Axes of a new figure of ``figsize`` (matplotlib checked)."""
-    plt = check_matplotlib(caller)
-    if ax is None:
-        _, ax = plt.subplots(figsize=figsize)
-    return ax
+class DisplayMixin:
+    """Where a Display draws, and what it records once drawn (``figure_``, ``ax_``).
 
+    A Display's ``plot(ax=...)`` starts with :meth:`_axes` and ends with
+    ``return self._drawn(ax)``; its ``from_estimator`` builds the Display and
+    returns ``display.plot(ax=ax)``.
+    """
 
-def finished(display, ax):
-    """Lay the figure out and record ``figure_`` / ``ax_`` on ``display``; returns it."""
-    ax.figure.tight_layout()
-    display.figure_, display.ax_ = ax.figure, ax
-    return display
+    def _axes(self, ax, figsize):
+        """``ax``, or the Axes of a new figure of ``figsize`` (matplotlib checked)."""
+        plt = check_matplotlib(type(self).__name__)
+        if ax is None:
+            _, ax = plt.subplots(figsize=figsize)
+        return ax
 
-
-def model_and_counts(estimator, X):
-    """(the topic model, ``X`` as counts over its vocabulary) for a model or Pipeline."""
-    if hasattr(estimator, "steps"):
-        model = estimator[-1]
-        counts = estimator[:-1].transform(X) if X is not None and len(estimator.steps) > 1 else X
-        return model, counts
-    return estimator, X
-
-
-def topic_word_of(estimator):
-    """The normalised topic-word matrix of a model, Pipeline or array, (K, V)."""
-    topic_word = check_topic_word(estimator, name="estimator")
-    return topic_word / topic_word.sum(axis=1, keepdims=True)
+    def _drawn(self, ax, figure=None):
+        """Lay out ``figure`` (default: ``ax``'s), record ``figure_`` and ``ax_``; ``self``."""
+        figure = ax.figure if figure is None else figure
+        figure.tight_layout()
+        self.figure_, self.ax_ = figure, ax
+        return self
 
 
 def as_dense_rowsums(X, axis):
+    """Sums of ``X`` along ``axis``, as a flat float64 array."""
     return np.asarray(X.sum(axis=axis)).ravel().astype(np.float64)

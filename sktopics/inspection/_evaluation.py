@@ -2,12 +2,12 @@
 
 import numpy as np
 
-from ._common import axes_for, finished
+from ._common import DisplayMixin
 
 __all__ = ["AISConvergenceDisplay", "ComparisonDisplay"]
 
 
-class AISConvergenceDisplay:
+class AISConvergenceDisplay(DisplayMixin):
     """Held-out log-likelihood per token against the number of AIS temperatures.
 
     The log of an AIS estimate is a stochastic lower bound: the curve rises towards
@@ -21,6 +21,8 @@ class AISConvergenceDisplay:
     reference : float or None, default=None
         A reference level (e.g. a long left-to-right run), drawn as a line.
     reference_label : str, default="reference"
+    n_chains : int or None, default=None
+        Chains per document, for the legend.
 
     Attributes
     ----------
@@ -29,12 +31,13 @@ class AISConvergenceDisplay:
     """
 
     def __init__(self, temperatures, estimates, stderrs, reference=None,
-                 reference_label="reference"):
+                 reference_label="reference", n_chains=None):
         self.temperatures = np.asarray(temperatures)
         self.estimates = np.asarray(estimates, dtype=np.float64)
         self.stderrs = np.asarray(stderrs, dtype=np.float64)
         self.reference = reference
         self.reference_label = reference_label
+        self.n_chains = n_chains
 
     @classmethod
     def from_estimator(cls, estimator, X, *, temperatures=(1, 3, 10, 30, 100, 300),
@@ -64,15 +67,11 @@ class AISConvergenceDisplay:
 
         runs = [ais_log_likelihood(estimator, X, n_temperatures=int(s), n_chains=n_chains,
                                    random_state=random_state, **kwargs) for s in temperatures]
-        tokens = max(float(np.sum(runs[0].n_tokens)), 1.0)
         ref = None if reference is None else float(reference.per_token)
         label = "reference" if reference is None else f"reference ({reference.method})"
         display = cls(temperatures, [r.per_token for r in runs],
-                      [r.stderr / tokens for r in runs], ref, label)
-        display.n_chains = n_chains
+                      [r.per_token_stderr for r in runs], ref, label, n_chains)
         return display.plot(ax=ax)
-
-    n_chains = None
 
     def plot(self, *, ax=None):
         """Draw the curve.
@@ -86,7 +85,7 @@ class AISConvergenceDisplay:
         display : AISConvergenceDisplay
             ``self``, with ``figure_`` and ``ax_`` set.
         """
-        ax = axes_for("AISConvergenceDisplay", ax, (6, 4))
+        ax = self._axes(ax, (6, 4))
         label = "AIS" if self.n_chains is None else f"AIS ({self.n_chains} chains)"
         ax.errorbar(self.temperatures, self.estimates, yerr=np.nan_to_num(self.stderrs),
                     marker="o", capsize=3, label=label)
@@ -96,10 +95,10 @@ class AISConvergenceDisplay:
         ax.set_xlabel("number of temperatures")
         ax.set_ylabel("held-out log-likelihood (nats per token)")
         ax.legend(fontsize=8)
-        return finished(self, ax)
+        return self._drawn(ax)
 
 
-class ComparisonDisplay:
+class ComparisonDisplay(DisplayMixin):
     """A :class:`~sktopics.model_selection.ModelComparison`, document by document.
 
     Each point is a held-out document: its log-ratio per token
@@ -149,7 +148,7 @@ class ComparisonDisplay:
             ``self``, with ``figure_`` and ``ax_`` set.
         """
         cmp = self.comparison
-        ax = axes_for("ComparisonDisplay", ax, (6, 4))
+        ax = self._axes(ax, (6, 4))
         n = np.asarray(cmp.n_tokens, dtype=np.float64)
         keep = n > 0
         if cmp.forward is not None and cmp.reverse is not None:
@@ -169,4 +168,4 @@ class ComparisonDisplay:
         ax.set_title(f"{verdict}: perplexity ratio A/B {cmp.corpus_perplexity_ratio:.4f}",
                      fontsize=10)
         ax.legend(fontsize=8)
-        return finished(self, ax)
+        return self._drawn(ax)

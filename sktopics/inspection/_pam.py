@@ -2,13 +2,14 @@
 
 import numpy as np
 
-from .._topwords import _vocabulary_of, top_words
-from ._common import axes_for, finished
+from .._topwords import top_words
+from ..utils._pipeline import final_estimator, vocabulary_of
+from ._common import DisplayMixin
 
 __all__ = ["PAMHierarchyDisplay"]
 
 
-class PAMHierarchyDisplay:
+class PAMHierarchyDisplay(DisplayMixin):
     """The hierarchy of a fitted two-level PAM (PAMVI 4-PAM, MoLDA), drawn left to right.
 
     Root, then the super-topics (MoLDA: the components), then the sub-topics, each
@@ -65,13 +66,13 @@ class PAMHierarchyDisplay:
         -------
         display : PAMHierarchyDisplay
         """
-        model = estimator[-1] if hasattr(estimator, "steps") else estimator
+        model = final_estimator(estimator)
         weights = getattr(model, "level_weights_", None)
         if weights is None or len(weights) != 2:
             raise ValueError("PAMHierarchyDisplay needs a fitted two-level PAM (PAMVI with "
                              "structure=(k1, k2), or MoLDA).")
         root, sub = weights[0][0], weights[1]
-        vocabulary = feature_names if feature_names is not None else _vocabulary_of(estimator)
+        vocabulary = feature_names if feature_names is not None else vocabulary_of(estimator)
         words = top_words(model.components_, top_n, vocabulary)
         super_words = top_words(sub @ model.components_, 3, vocabulary)
         super_labels = [f"{s}: " + " ".join(map(str, w)) for s, w in enumerate(super_words)]
@@ -95,7 +96,7 @@ class PAMHierarchyDisplay:
             ``self``, with ``figure_`` and ``ax_`` set.
         """
         n_super, n_sub = self.sub_weights.shape
-        ax = axes_for("PAMHierarchyDisplay", ax, (11, max(3.0, 0.28 * n_sub + 1.0)))
+        ax = self._axes(ax, (11, max(3.0, 0.28 * n_sub + 1.0)))
         owner = np.argmax(self.sub_weights, axis=0)
         order = np.lexsort((-self.sub_weights.max(0), owner))
         y_sub = {k: 1.0 - (i + 0.5) / n_sub for i, k in enumerate(order)}
@@ -120,5 +121,5 @@ class PAMHierarchyDisplay:
         ax.set_xlim(0, 1)
         ax.set_ylim(0, 1)
         ax.axis("off")
-        return finished(self, ax)
+        return self._drawn(ax)
 

@@ -3,8 +3,9 @@
 import numpy as np
 import scipy.sparse as sp
 
-from .._topwords import _vocabulary_of
-from ._common import as_dense_rowsums, model_and_counts, topic_word_of
+from .._evaluation._views import topic_distributions
+from ..utils._pipeline import split_pipeline, vocabulary_of
+from ._common import as_dense_rowsums
 
 __all__ = ["to_pyldavis"]
 
@@ -35,12 +36,12 @@ def to_pyldavis(estimator, X, *, feature_names=None):
         them: rows of the two distributions sum to 1, lengths and frequencies are
         token counts of ``X``.
     """
-    model, counts = model_and_counts(estimator, X)  # the vectorizer runs once
+    model, counts = split_pipeline(estimator, X)  # the vectorizer runs once
     doc_topic = np.asarray(model.transform(counts), dtype=np.float64)
     counts = sp.csr_matrix(counts, dtype=np.float64)
     if feature_names is None:
-        feature_names = _vocabulary_of(estimator)
-    topic_word = topic_word_of(model)
+        feature_names = vocabulary_of(estimator)
+    topic_word = topic_distributions(model, name="estimator")
     if feature_names is None:
         feature_names = [str(w) for w in range(topic_word.shape[1])]
     vocab = [str(w) for w in feature_names]

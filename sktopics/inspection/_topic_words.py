@@ -5,12 +5,12 @@ import math
 import numpy as np
 
 from .._topwords import top_words
-from ._common import check_matplotlib
+from ._common import DisplayMixin, check_matplotlib
 
 __all__ = ["TopicWordsDisplay"]
 
 
-class TopicWordsDisplay:
+class TopicWordsDisplay(DisplayMixin):
     """Top words of each topic with their probabilities, one bar panel per topic.
 
     Build it with :meth:`from_estimator`; :meth:`plot` draws it.
@@ -123,6 +123,4 @@ class TopicWordsDisplay:
             panel.tick_params(axis="x", labelsize=7)
             panel.xaxis.set_major_locator(MaxNLocator(3))
             panel.set_xlim(0, float(self.weights[k].max()) * 1.1 or 1.0)
-        fig.tight_layout()
-        self.figure_, self.ax_ = fig, axes[:n_topics]
-        return self
+        return self._drawn(axes[:n_topics], fig)

@@ -1,6 +1,5 @@
 """NPMI topic coherence counted over boolean reference documents."""
 
-import warnings
 from numbers import Integral, Real
 from typing import NamedTuple
 
@@ -10,6 +9,7 @@ from sklearn.utils import check_array
 
 from ..utils._sklearn_compat import HasMethods, Interval, StrOptions, validate_params
 from ..utils._validation import check_topic_word
+from ..utils._warnings import warn
 
 __all__ = ["NPMIResult", "npmi_coherence"]
 
@@ -119,13 +119,11 @@ def _masked_row_means(values, mask):
 
 def _warn_unseen_words(unseen):
     n_topics = int(unseen.any(axis=1).sum())
-    warnings.warn(
+    warn(
         f"{int(unseen.sum())} top word(s) of {n_topics} topic(s) never occur in "
         "X_ref; they are dropped from their topics, as gensim does. Use "
         "zero_cooccurrence='zero' to score their pairs 0 instead.",
-        UserWarning,
-        stacklevel=4,
-    )
+        UserWarning)
 
 
 @validate_params(

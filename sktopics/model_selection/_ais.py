@@ -19,19 +19,13 @@ from .._evaluation._hmc import continuous_ais
 from .._evaluation._pam_paths import pam_ais
 from .._evaluation._progress import Progress
 from .._evaluation._tokens import schedule as make_schedule
-from .._evaluation._views import check_eval_counts, generative_view, latent_of, split_pipeline
 from .._evaluation._zspace import resolve_kernel, z_ais
-from .._random import root_key
 from ..utils._sklearn_compat import Interval, StrOptions, validate_params
-from ..utils._torch import resolve_device, threads_from_n_jobs
+from ..utils._torch import threads_from_n_jobs
+from ._preamble import prepare, run_settings
 from ._results import HeldOutLikelihood
 
 __all__ = ["ais_log_likelihood"]
-
-
-def seed_of(random_state):
-    """``random_state`` as recorded in ``settings`` (ints only)."""
-    return random_state if isinstance(random_state, numbers.Integral) else None
 
 
 @validate_params(
@@ -158,32 +152,27 @@ def ais_log_likelihood(
         Per-document estimates and standard errors; ``per_token``, ``total`` and
         ``perplexity()`` summarise them.
     """
-    device = resolve_device(device)
-    estimator, X = split_pipeline(estimator, X)
-    view = generative_view(estimator)
-    kind, mixture, prior = latent_of(view, dirichlet_approximation)
-    integer = kind != "continuous"
-    X = check_eval_counts(X, view.n_features, integer=integer, owner="ais_log_likelihood")
-    root = root_key(random_state)
+    run = prepare("ais_log_likelihood", estimator, X, device=device,
+                  dirichlet_approximation=dirichlet_approximation, random_state=random_state)
+    view, kind, mixture, prior = run.model
+    X, lengths, device = run.X, run.lengths, run.device
     betas = make_schedule(schedule, n_temperatures)
-    lengths = np.asarray(X.sum(1)).ravel()
     nonempty = lengths > 0
-    settings = dict(
-        n_temperatures=len(betas) - 1, n_chains=n_chains,
+    settings = run_settings(
+        random_state, device, prior, n_temperatures=len(betas) - 1, n_chains=n_chains,
         schedule=schedule if isinstance(schedule, str) else "array",
-        random_state=seed_of(random_state), device=str(device), prior=prior,
     )
     resample = None
     if resample_threshold > 0 and n_chains > 1:
         resample = {"threshold": float(resample_threshold), "events": 0}
     engine = dict(n_temperatures=n_temperatures, n_chains=n_chains, schedule_name=schedule,
-                  device=device, root=root)
+                  device=device, root=run.root)
     if kind == "continuous":
         n_updates = int(nonempty.sum()) * n_chains * (len(betas) - 1) * (n_leapfrog + 1)
-        progress = Progress("ais_log_likelihood", X.shape[0], n_updates, verbose)
-        out, n_updates, acc, tuned = continuous_ais(
-            view, X, step_size=step_size, n_leapfrog=n_leapfrog, start=start,
-            target_acceptance=target_acceptance, progress=progress, **engine)
+        with Progress("ais_log_likelihood", X.shape[0], n_updates, verbose) as progress:
+            out, n_updates, acc, tuned = continuous_ais(
+                view, X, step_size=step_size, n_leapfrog=n_leapfrog, start=start,
+                target_acceptance=target_acceptance, progress=progress, **engine)
         settings.update(kernel="hmc", step_size=step_size, n_leapfrog=n_leapfrog,
                         start=start if getattr(view, "proposal", None) is not None else "prior",
                         acceptance_rate=acc, target_acceptance=target_acceptance,
@@ -191,18 +180,17 @@ def ais_log_likelihood(
         method = "ais-hmc"
     else:
         n_updates = int(lengths.sum()) * n_chains * (len(betas) - 1)
-        progress = Progress("ais_log_likelihood", X.shape[0], n_updates, verbose)
-        if kind == "paths":
-            out = pam_ais(mixture, X, resample=resample, progress=progress, **engine)
-            kernel, method = "collapsed", "ais-z-pam"
-        else:
-            kernel = resolve_kernel(kernel, device)  # one Polya term: blocked is valid
-            out = z_ais(mixture, X, kernel=kernel, resample=resample, progress=progress,
-                        **engine)
-            method = "ais-z"
+        with Progress("ais_log_likelihood", X.shape[0], n_updates, verbose) as progress:
+            if kind == "paths":
+                out = pam_ais(mixture, X, resample=resample, progress=progress, **engine)
+                kernel, method = "collapsed", "ais-z-pam"
+            else:
+                kernel = resolve_kernel(kernel, device)  # one Polya term: blocked is valid
+                out = z_ais(mixture, X, kernel=kernel, resample=resample, progress=progress,
+                            **engine)
+                method = "ais-z"
         settings.update(kernel=kernel, resample_threshold=float(resample_threshold),
                         n_resampling_events=0 if resample is None else int(resample["events"]))
-    progress.close()
     return HeldOutLikelihood(
         per_document=out.estimate,
         per_document_stderr=np.where(nonempty, out.stderr, 0.0),

@@ -15,23 +15,22 @@ import torch
 from .._evaluation._progress import Progress
 from .._evaluation._ratio import iteration_segments
 from .._evaluation._tokens import schedule as _schedule
-from .._evaluation._views import check_eval_counts, generative_view
 from .._evaluation._zspace import resolve_kernel
 from .._random import root_key
 from ..utils._sklearn_compat import Interval, StrOptions, validate_params
 from ..utils._torch import resolve_device, threads_from_n_jobs
-from ._ais import seed_of
+from ._preamble import evaluated_model, held_out_counts, seed_of
 from ._results import HeldOutLikelihood
 
 __all__ = ["iteration_ais"]
 
 
 def _snapshot_mixture(snapshot, dirichlet_approximation):
-    view = generative_view(snapshot)
-    mix = view.token_mixture(approximate=dirichlet_approximation)
-    if mix is None:
+    model = evaluated_model(snapshot, dirichlet_approximation)
+    if model.kind != "topics":
         raise ValueError("iteration_ais needs per-token mixture snapshots (token_mixture()).")
-    return np.asarray(mix[0], float), np.asarray(mix[1], float), view.n_features
+    phi, alpha = model.mixture
+    return np.asarray(phi, float), np.asarray(alpha, float), model.view.n_features
 
 
 @validate_params(
@@ -130,17 +129,15 @@ def iteration_ais(
     kernel = resolve_kernel(kernel, device, blocked_valid=not two_polya_terms)
     if kernel == "blocked" and two_polya_terms:
         raise ValueError("kernel='blocked' needs path='convex' or 'hybrid' when alphas change.")
-    X = check_eval_counts(X, n_features, owner="iteration_ais")
-    lengths = np.asarray(X.sum(1)).ravel()
+    X, lengths = held_out_counts(X, n_features, "iteration_ais")
     total = lengths.sum() * n_chains * (n_start_temperatures
                                         + (len(mixes) - 1) * (n_segment_temperatures + 1))
-    progress = Progress("iteration_ais", X.shape[0], total, verbose)
-    outs, n_resampled = iteration_segments(
-        mixes, X, path=path, start_betas=_schedule(schedule, n_start_temperatures),
-        segment_betas=_schedule(schedule, n_segment_temperatures), n_chains=n_chains,
-        kernel=kernel, resample_threshold=resample_threshold, root=root_key(random_state),
-        device=device, progress=progress)
-    progress.close()
+    with Progress("iteration_ais", X.shape[0], total, verbose) as progress:
+        outs, n_resampled = iteration_segments(
+            mixes, X, path=path, start_betas=_schedule(schedule, n_start_temperatures),
+            segment_betas=_schedule(schedule, n_segment_temperatures), n_chains=n_chains,
+            kernel=kernel, resample_threshold=resample_threshold, root=root_key(random_state),
+            device=device, progress=progress)
     results = []
     n_tok = float(lengths.sum())
     for t, out in enumerate(outs):

@@ -14,11 +14,9 @@ import torch
 
 from .._evaluation._progress import Progress
 from .._evaluation._smc import require_sequential_mixture, smc_log_likelihood
-from .._evaluation._views import check_eval_counts, generative_view, latent_of, split_pipeline
-from .._random import root_key
 from ..utils._sklearn_compat import Interval, validate_params
-from ..utils._torch import resolve_device, threads_from_n_jobs
-from ._ais import seed_of
+from ..utils._torch import threads_from_n_jobs
+from ._preamble import prepare, run_settings
 from ._results import HeldOutLikelihood
 
 __all__ = ["document_completion_log_likelihood", "left_to_right_log_likelihood"]
@@ -182,27 +180,24 @@ def document_completion_log_likelihood(
 def _sequential(name, estimator, X, *, n_particles, n_filters, resample_threshold, rejuvenate,
                 dirichlet_approximation, device, random_state, verbose, observed_fraction=None):
     """The shared body of the two public functions: the SMC filter and its result."""
-    device = resolve_device(device)
-    estimator, X = split_pipeline(estimator, X)
-    view = generative_view(estimator)
-    mix = require_sequential_mixture(view, name, dirichlet_approximation)
-    prior = latent_of(view, dirichlet_approximation)[2]
-    X = check_eval_counts(X, view.n_features, owner=name)
-    lengths = np.asarray(X.sum(1)).ravel().astype(np.int64)
+    run = prepare(name, estimator, X, device=device,
+                  dirichlet_approximation=dirichlet_approximation, random_state=random_state)
+    mix = require_sequential_mixture(run.model.view, name, dirichlet_approximation)
+    X = run.X
+    lengths = run.lengths.astype(np.int64)
     per_doc_cost = lengths * n_particles * n_filters
     if rejuvenate:
         per_doc_cost = per_doc_cost + lengths * (lengths - 1) // 2 * n_particles * n_filters
-    progress = Progress(name, X.shape[0], float(lengths.sum()) * n_particles * n_filters, verbose)
-    out, n_res = smc_log_likelihood(mix, X, n_particles=n_particles, n_filters=n_filters,
+    with Progress(name, X.shape[0], float(lengths.sum()) * n_particles * n_filters,
+                  verbose) as progress:
+        out, n_res = smc_log_likelihood(mix, X, n_particles=n_particles, n_filters=n_filters,
                                         resample_threshold=resample_threshold,
-                                        rejuvenate=rejuvenate, device=device,
-                                        root=root_key(random_state),
+                                        rejuvenate=rejuvenate, device=run.device, root=run.root,
                                         observed_fraction=observed_fraction, progress=progress)
-    progress.close()
-    settings = dict(n_particles=n_particles, n_filters=n_filters,
-                    resample_threshold=resample_threshold, rejuvenate=rejuvenate,
-                    random_state=seed_of(random_state), device=str(device), prior=prior,
-                    n_resampling_events=n_res)
+    settings = run_settings(random_state, run.device, run.model.prior, n_particles=n_particles,
+                            n_filters=n_filters, resample_threshold=resample_threshold,
+                            rejuvenate=rejuvenate)
+    settings["n_resampling_events"] = n_res
     scored = lengths
     method = "left-to-right-smc"
     if observed_fraction is not None:

@@ -28,7 +28,6 @@ the models (``benchmarks/results/model_selection.md``).
 """
 
 import numbers
-import warnings
 
 import numpy as np
 import torch
@@ -39,17 +38,56 @@ from .._evaluation._progress import Progress
 from .._evaluation._ratio import align_topics as _align_topics
 from .._evaluation._ratio import embed_smaller_model, ratio_direction
 from .._evaluation._tokens import schedule as _schedule
-from .._evaluation._views import check_eval_counts, generative_view, latent_of, split_pipeline
+from .._evaluation._views import topic_distributions
 from .._evaluation._zspace import resolve_kernel
 from .._random import root_key
+from ..utils._pipeline import final_estimator, split_pipeline
 from ..utils._sklearn_compat import Interval, StrOptions, validate_params
 from ..utils._torch import resolve_device, threads_from_n_jobs
-from ._ais import ais_log_likelihood, seed_of
+from ..utils._warnings import warn
+from ._ais import ais_log_likelihood
+from ._preamble import evaluated_model, held_out_counts, run_settings
 from ._results import ModelComparison
 
 __all__ = ["align_topics", "ratio_ais"]
 
-align_topics = _align_topics
+
+def align_topics(estimator_a, estimator_b):
+    """Permutation of B's topics that matches them to A's.
+
+    The Hungarian algorithm on the Hellinger distances between the topics'
+    word distributions: the labelling of B closest to A's, as :func:`ratio_ais`
+    uses with ``align_topics=True``.
+
+    Parameters
+    ----------
+    estimator_a, estimator_b : estimator, Pipeline or array-like of shape (n_topics, n_words)
+        Fitted topic models (``components_``), Pipelines ending in one, or
+        non-negative topic-word matrices, with the same numbers of topics and
+        words. Rows are normalised to distributions.
+
+    Returns
+    -------
+    perm : ndarray of shape (n_topics,)
+        ``components_b[perm]`` is aligned with ``components_a``: topic ``k`` of A
+        matches topic ``perm[k]`` of B.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sktopics.model_selection import align_topics
+    >>> phi = np.array([[0.7, 0.2, 0.1], [0.1, 0.2, 0.7]])
+    >>> align_topics(phi, phi[::-1])
+    array([1, 0])
+    """
+    phi_a = topic_distributions(estimator_a, name="estimator_a")
+    phi_b = topic_distributions(estimator_b, name="estimator_b")
+    if phi_a.shape != phi_b.shape:
+        raise ValueError(
+            f"align_topics needs two models with the same numbers of topics and words; got "
+            f"(n_topics, n_words) = {phi_a.shape} and {phi_b.shape}."
+        )
+    return _align_topics(phi_a, phi_b)
 
 
 @validate_params(
@@ -169,25 +207,23 @@ def ratio_ais(
     """
     device = resolve_device(device)
     est_a, X = split_pipeline(estimator_a, X)
-    est_b = estimator_b[-1] if hasattr(estimator_b, "steps") else estimator_b
-    view_a, view_b = generative_view(est_a), generative_view(est_b)
-    if view_a.n_features != view_b.n_features:
+    a = evaluated_model(est_a, dirichlet_approximation)
+    b = evaluated_model(final_estimator(estimator_b), dirichlet_approximation)
+    if a.view.n_features != b.view.n_features:
         raise ValueError("The two models have different vocabularies.")
-    kind_a, mix_a, prior_a = latent_of(view_a, dirichlet_approximation)
-    kind_b, mix_b, prior_b = latent_of(view_b, dirichlet_approximation)
-    settings = dict(
-        path=path, direction=direction, n_temperatures=n_temperatures, n_chains=n_chains,
+    settings = run_settings(
+        random_state, device, (a.prior, b.prior), path=path, direction=direction,
+        n_temperatures=n_temperatures, n_chains=n_chains,
         schedule=schedule if isinstance(schedule, str) else "array", start=start,
-        random_state=seed_of(random_state), device=str(device), prior=(prior_a, prior_b),
     )
-    if kind_a != "topics" or kind_b != "topics":
-        return _paired(view_a, view_b, X, settings, n_temperatures=n_temperatures,
+    if a.kind != "topics" or b.kind != "topics":
+        return _paired(a.view, b.view, X, settings, n_temperatures=n_temperatures,
                        n_chains=n_chains, schedule=schedule, kernel=kernel,
                        dirichlet_approximation=dirichlet_approximation, device=device,
                        n_jobs=n_jobs, random_state=random_state, verbose=verbose)
-    X = check_eval_counts(X, view_a.n_features, owner="ratio_ais")
-    phi_a, alpha_a = (np.asarray(a, float) for a in mix_a)
-    phi_b, alpha_b = (np.asarray(a, float) for a in mix_b)
+    X, lengths = held_out_counts(X, a.view.n_features, "ratio_ais")
+    phi_a, alpha_a = (np.asarray(m, float) for m in a.mixture)
+    phi_b, alpha_b = (np.asarray(m, float) for m in b.mixture)
     if phi_a.shape[0] < phi_b.shape[0]:
         phi_a, alpha_a = embed_smaller_model(phi_a, alpha_a, phi_b)
         settings["embedded"] = "A split to B's number of topics (exact, Dirichlet aggregation)"
@@ -207,25 +243,24 @@ def ratio_ais(
     root = root_key(random_state)
     betas = _schedule(schedule, n_temperatures)
     start_betas = _schedule(schedule, n_start_temperatures or n_temperatures)
-    lengths = np.asarray(X.sum(1)).ravel()
     n_start = {"ais": start_betas.size - 1, "sequential": 1 + n_burnin_sweeps,
                "burnin": n_burnin_sweeps}.get(start, 0)
     n_runs = 2 if direction == "both" else 1
     n_updates = int(lengths.sum() * n_chains * (len(betas) - 1 + n_start) * n_runs)
-    progress = Progress("ratio_ais", X.shape[0] * n_runs, n_updates, verbose)
-    common = dict(X=X, path=path, betas=betas, start=start, start_betas=start_betas,
-                  n_burnin=n_burnin_sweeps, n_chains=n_chains, kernel=kernel, root=root,
-                  device=device, progress=progress)
     fwd = rev = fwd_se = rev_se = None
     ess_min = np.inf
-    if direction in ("forward", "both"):
-        out = ratio_direction((phi_b, alpha_b), (phi_a, alpha_a), stage=40, **common)
-        fwd, fwd_se = out.estimate, out.stderr
-        ess_min = min(ess_min, float(out.ess[lengths > 0].min(initial=np.inf)))
-    if direction in ("reverse", "both"):
-        out = ratio_direction((phi_a, alpha_a), (phi_b, alpha_b), stage=50, **common)
-        rev, rev_se = -out.estimate, out.stderr
-        ess_min = min(ess_min, float(out.ess[lengths > 0].min(initial=np.inf)))
+    with Progress("ratio_ais", X.shape[0] * n_runs, n_updates, verbose) as progress:
+        common = dict(X=X, path=path, betas=betas, start=start, start_betas=start_betas,
+                      n_burnin=n_burnin_sweeps, n_chains=n_chains, kernel=kernel, root=root,
+                      device=device, progress=progress)
+        if direction in ("forward", "both"):
+            out = ratio_direction((phi_b, alpha_b), (phi_a, alpha_a), stage=40, **common)
+            fwd, fwd_se = out.estimate, out.stderr
+            ess_min = min(ess_min, float(out.ess[lengths > 0].min(initial=np.inf)))
+        if direction in ("reverse", "both"):
+            out = ratio_direction((phi_a, alpha_a), (phi_b, alpha_b), stage=50, **common)
+            rev, rev_se = -out.estimate, out.stderr
+            ess_min = min(ess_min, float(out.ess[lengths > 0].min(initial=np.inf)))
     if direction == "forward":
         per_doc, se = fwd, fwd_se
     elif direction == "reverse":
@@ -234,7 +269,6 @@ def ratio_ais(
         per_doc = 0.5 * (fwd + rev)
         se = 0.5 * np.sqrt(fwd_se**2 + rev_se**2)
         _warn_if_unsettled(fwd, rev)
-    progress.close()
     settings.update(kernel=kernel, aligned=align_topics,
                     n_start_temperatures=n_start_temperatures or n_temperatures,
                     n_burnin_sweeps=n_burnin_sweeps)
@@ -263,27 +297,23 @@ def _warn_if_unsettled(forward, reverse):
     """
     low, high = sorted((float(np.sum(forward)), float(np.sum(reverse))))
     if low < 0.0 < high:
-        warnings.warn(
+        warn(
             f"The forward and reverse runs disagree on which model is better (total "
             f"log-ratios {float(np.sum(forward)):.3f} and {float(np.sum(reverse)):.3f}): the "
             "comparison is not settled at this budget. The models may be about equally "
             "good, or the paths too short; increase n_temperatures to tell.",
-            ConvergenceWarning,
-            stacklevel=4,  # the caller of ratio_ais, past the validation wrapper
-        )
+            ConvergenceWarning)
 
 
 
 def _paired(view_a, view_b, X, settings, *, random_state, **kwargs):
     """Paired standard AIS with common random numbers (no path between the models)."""
-    warnings.warn(
+    warn(
         "ratio_ais: the two models are not both per-token mixtures over topics (e.g. "
         "LDAGibbs against ProdLDA), so there is no annealing path between them; "
         "comparing them by paired standard AIS with common random numbers instead "
         "(method='paired-ais'): an unbiased but noisier comparison.",
-        UserWarning,
-        stacklevel=4,  # the caller of ratio_ais, past the validation wrapper
-    )
+        UserWarning)
     # one seed for both runs: the same random numbers wherever their engines coincide
     seed = random_state if isinstance(random_state, numbers.Integral) else int(
         check_random_state(random_state).randint(np.iinfo(np.int32).max))

@@ -20,7 +20,38 @@ def _sign_test_pvalue(values):
 
 
 @dataclass
-class HeldOutLikelihood:
+class _PerDocumentResult:
+    """The fields and sums a held-out likelihood and a model comparison share."""
+
+    per_document: np.ndarray
+    per_document_stderr: np.ndarray
+    n_tokens: np.ndarray
+    method: str
+    settings: dict = field(default_factory=dict)
+    n_token_updates: int = 0
+    min_ess: float = float("nan")
+
+    @property
+    def total(self):
+        """Sum over documents of ``per_document``."""
+        return float(np.sum(self.per_document))
+
+    @property
+    def per_token(self):
+        """``total / sum(n_tokens)``: the per-token log-likelihood, or log-ratio (positive: A is better)."""
+        return self.total / self._n_tokens_total()
+
+    @property
+    def per_token_stderr(self):
+        """Monte Carlo standard error of ``per_token``: ``stderr / sum(n_tokens)``."""
+        return self.stderr / self._n_tokens_total()
+
+    def _n_tokens_total(self):
+        return max(float(np.sum(self.n_tokens)), 1.0)
+
+
+@dataclass
+class HeldOutLikelihood(_PerDocumentResult):
     """Estimated held-out log-likelihood log p(w | model) of a set of documents.
 
     Token-sequence likelihood (no multinomial coefficient), natural logarithms.
@@ -46,24 +77,6 @@ class HeldOutLikelihood:
         Smallest effective sample size over documents.
     """
 
-    per_document: np.ndarray
-    per_document_stderr: np.ndarray
-    n_tokens: np.ndarray
-    method: str
-    settings: dict = field(default_factory=dict)
-    n_token_updates: int = 0
-    min_ess: float = float("nan")
-
-    @property
-    def total(self):
-        """Sum over documents of log p(w_d)."""
-        return float(np.sum(self.per_document))
-
-    @property
-    def per_token(self):
-        """``total / sum(n_tokens)``: the per-token log-likelihood (higher is better)."""
-        return self.total / max(float(np.sum(self.n_tokens)), 1.0)
-
     @property
     def stderr(self):
         """Monte Carlo standard error of ``total``: ``sqrt(sum se_d^2)``."""
@@ -87,7 +100,7 @@ class HeldOutLikelihood:
 
 
 @dataclass
-class ModelComparison:
+class ModelComparison(_PerDocumentResult):
     """Estimated log p(w | A) - log p(w | B) per document (positive: A is better).
 
     Attributes
@@ -104,6 +117,10 @@ class ModelComparison:
         differ, with common random numbers).
     settings : dict
         Path, direction, start, schedule, temperatures, chains, seed, notes.
+    n_token_updates : int
+        Cost: number of K-way draws made (both runs, starts included).
+    min_ess : float
+        Smallest effective sample size over documents and runs.
     forward, reverse : ndarray or None
         Per-document estimates of the forward run (B -> A) and of the reverse run
         (A -> B, reported as a log-ratio A over B). By Jensen, with exact starts,
@@ -112,38 +129,17 @@ class ModelComparison:
         Their per-document Monte Carlo standard errors.
     topic_permutation : ndarray or None
         The permutation applied to B's topics to align them with A's.
-    n_token_updates : int
-        Cost: number of K-way draws made (both runs, starts included).
-    min_ess : float
-        Smallest effective sample size over documents and runs.
     """
 
-    per_document: np.ndarray
-    per_document_stderr: np.ndarray
-    n_tokens: np.ndarray
-    method: str
-    settings: dict = field(default_factory=dict)
     forward: Optional[np.ndarray] = None
     reverse: Optional[np.ndarray] = None
     forward_stderr: Optional[np.ndarray] = None
     reverse_stderr: Optional[np.ndarray] = None
     topic_permutation: Optional[np.ndarray] = None
-    n_token_updates: int = 0
-    min_ess: float = float("nan")
-
-    @property
-    def total(self):
-        """Sum over documents of the log-ratio."""
-        return float(np.sum(self.per_document))
-
-    @property
-    def per_token(self):
-        """``total / sum(n_tokens)``: positive when A is better."""
-        return self.total / max(float(np.sum(self.n_tokens)), 1.0)
 
     @property
     def stderr(self):
-        """Monte Carlo standard error of ``total``."""
+        """Monte Carlo standard error of ``total`` (documents without one left out)."""
         return float(np.sqrt(np.nansum(np.square(self.per_document_stderr))))
 
     @property
@@ -181,7 +177,7 @@ class ModelComparison:
         """
         if self.forward is None or self.reverse is None:
             return None
-        n = max(float(np.sum(self.n_tokens)), 1.0)
+        n = self._n_tokens_total()
         return PerplexityBracket(forward=float(np.exp(-np.sum(self.forward) / n)),
                                  reverse=float(np.exp(-np.sum(self.reverse) / n)))
 

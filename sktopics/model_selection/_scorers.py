@@ -22,13 +22,14 @@ import warnings
 
 import numpy as np
 
-from .._evaluation._views import split_pipeline
+from ..utils._pipeline import final_estimator, split_pipeline
 from ..utils._sklearn_compat import (
     Interval,
     StrOptions,
     validate_parameter_constraints,
     validate_params,
 )
+from ..utils._warnings import warn
 from ._ais import ais_log_likelihood
 from ._left_to_right import left_to_right_log_likelihood
 from ._ratio_ais import ratio_ais
@@ -71,10 +72,9 @@ def _score(run, kwargs, budget, return_stderr):
     result = run(**kwargs)
     if not return_stderr:
         return float(result.per_token)
-    n_tokens = max(float(np.sum(result.n_tokens)), 1.0)
     half = _halved(kwargs, budget)
     bias = float("nan") if half is None else max(result.per_token - run(**half).per_token, 0.0)
-    return {"score": float(result.per_token), "stderr": result.stderr / n_tokens, "bias": bias}
+    return {"score": float(result.per_token), "stderr": result.per_token_stderr, "bias": bias}
 
 
 class _HeldOutScorer:
@@ -103,7 +103,7 @@ class _RatioScorer(_HeldOutScorer):
         self.reference = reference
 
     def __call__(self, estimator, X, y=None):
-        reference = self.reference[-1] if hasattr(self.reference, "steps") else self.reference
+        reference = final_estimator(self.reference)
         model, Xt = split_pipeline(estimator, X)
 
         def run(**kwargs):
@@ -139,7 +139,7 @@ class _CoherenceScorer:
                 continue
             self._warned = self._warned or unseen
             suffix = " (said once per scorer, not for every fold)" if unseen else ""
-            warnings.warn(f"{w.message}{suffix}", w.category, stacklevel=2)
+            warn(f"{w.message}{suffix}", w.category)
         return float(result.mean)
 
     def __repr__(self):
@@ -365,15 +365,13 @@ def check_ranking(cv_results, *, score="score", stderr="stderr", bias="bias", n_
     bias_gap = float(np.nan_to_num(abs(biases[best] - biases[runner_up])))
     settled = bool(lead > n_sigma * combined + bias_gap)
     if not settled:
-        warnings.warn(
+        warn(
             f"The best candidate {cv_results['params'][best]} leads the next, "
             f"{cv_results['params'][runner_up]}, by {lead:.5f} nats per token: not more "
             f"than {n_sigma:g} Monte Carlo standard errors ({combined:.5f}) plus the "
             f"difference of their estimated budget biases ({bias_gap:.5f}). This budget "
             "cannot rank them: raise n_particles / n_temperatures, or treat them as equally "
             "good.",
-            RankingWarning,
-            stacklevel=2,
-        )
+            RankingWarning)
     return {"best": best, "runner_up": runner_up, "lead": lead, "error": combined,
             "bias_gap": bias_gap, "settled": settled}

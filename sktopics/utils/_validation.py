@@ -1,12 +1,11 @@
 """Validation of count matrices: the count policy shared by every estimator."""
 
-import warnings
-
 import numpy as np
 import scipy.sparse as sp
 from sklearn.exceptions import DataConversionWarning
 
 from ._sklearn_compat import validate_data
+from ._warnings import warn
 
 __all__ = [
     "EmptyDocumentWarning",
@@ -20,7 +19,7 @@ __all__ = [
 class EmptyDocumentWarning(UserWarning):
     """Documents without a token in the vocabulary: their proportions are the prior mean.
 
-    Raised by ``transform`` with the number of such documents (empty rows, or rows
+    Issued by ``transform`` with the number of such documents (empty rows, or rows
     made only of words the vectorizer did not keep). Filter it with
     ``warnings.simplefilter("ignore", EmptyDocumentWarning)`` where they are expected.
     """
@@ -60,11 +59,10 @@ def check_count_matrix(estimator, X, *, reset, integer_counts=False, min_samples
         ensure_min_samples=min_samples,
         ensure_all_finite=True,
     )
-    return check_counts(X, owner=type(estimator).__name__, integer_counts=integer_counts,
-                        stacklevel=4)
+    return check_counts(X, owner=type(estimator).__name__, integer_counts=integer_counts)
 
 
-def check_counts(X, *, owner, n_features=None, integer_counts=False, stacklevel=3):
+def check_counts(X, *, owner, n_features=None, integer_counts=False):
     """The count policy on a matrix already converted to numbers: CSR, finite, >= 0.
 
     Parameters
@@ -77,8 +75,6 @@ def check_counts(X, *, owner, n_features=None, integer_counts=False, stacklevel=
     integer_counts : bool, default=False
         Round non-integer entries, with a
         :class:`~sklearn.exceptions.DataConversionWarning`.
-    stacklevel : int
-        Of the warning, counted from this function.
 
     Returns
     -------
@@ -109,7 +105,7 @@ def check_counts(X, *, owner, n_features=None, integer_counts=False, stacklevel=
     if integer_counts and values.size:
         rounded = np.rint(values)
         if not np.array_equal(rounded, values):
-            X = _rounded_counts(X, rounded, owner, stacklevel + 1)
+            X = _rounded_counts(X, rounded, owner)
     if not X.has_sorted_indices:
         X = X.sorted_indices()
     return X
@@ -131,7 +127,7 @@ def _refuse_raw_text(X, owner):
         )
 
 
-def _rounded_counts(X, rounded, owner, stacklevel):
+def _rounded_counts(X, rounded, owner):
     """Counts rounded to integers, with what the rounding changed; an error for non-counts.
 
     A few fractional entries in a count matrix are repaired, saying what changed. A
@@ -156,11 +152,10 @@ def _rounded_counts(X, rounded, owner, stacklevel):
         )
     hint = (" Is X a TF-IDF or normalised matrix? Pass raw counts, e.g. from CountVectorizer."
             if 2 * changed > X.nnz else "")
-    warnings.warn(
+    warn(
         f"{owner} needs integer token counts: {detail}; non-integer entries were rounded to "
         f"the nearest integer.{hint}",
         DataConversionWarning,
-        stacklevel=stacklevel,
     )
     X.eliminate_zeros()
     return X

@@ -1,8 +1,14 @@
-"""Old/new A/B of the issue #17 changes on the CPU: same numbers, same speed.
+"""Old/new A/B of two checkouts on the CPU: the same numbers, and the same speed.
+
+Written to check that the device-handling changes of f9dbdb0 (the evaluation's proposal
+no longer moves the fitted encoder to the evaluation device, ratio-AIS accepts the GPU's
+``kernel="auto"`` when the two priors differ, a GPU-fitted model's device travels in its
+pickle) left CPU results bit-identical and CPU speed unchanged; it compares any two
+trees.
 
 Usage (two checkouts, e.g. ``git worktree add /tmp/base 24f5a56``)::
 
-    python research/ab_issue17.py /tmp/base .            # both trees, alternating
+    python research/ab_estimates_and_speed.py /tmp/base .   # both trees, alternating
 
 Each measurement runs in a fresh process with ``PYTHONPATH`` set to one tree:
 

@@ -1,8 +1,12 @@
-"""Old/new A/B of the issue #18 redesign of ``model_selection``.
+"""Old/new A/B of every evaluation path: are two checkouts' estimates bit-identical?
+
+Written for the redesign of ``model_selection`` (the engines moved to
+``sktopics._evaluation``, one random-number module, one count policy, one batch
+driver), which was to change no estimate; it compares any two trees.
 
 Usage (two checkouts, e.g. ``git worktree add /tmp/base 512b636``)::
 
-    python research/ab_issue18.py estimates /tmp/base .   # bit-identity of every path
+    python research/ab_evaluation_estimates.py estimates /tmp/base .   # every path
 
 Each measurement runs in a fresh process with ``PYTHONPATH`` set to one tree.
 ``estimates`` runs every evaluator on every path it has (AIS: both kernels, with and

@@ -15,16 +15,18 @@ on any one corpus.
 
 Usage::
 
-    python benchmarks/neural_defaults.py                      # the whole grid (hours)
-    python benchmarks/neural_defaults.py --corpora 20ng bbc --topics 50 --seeds 0
+    python research/neural_defaults.py                      # the whole grid (hours)
+    python research/neural_defaults.py --corpora 20ng bbc --topics 50 --seeds 0
 
-Writes ``benchmarks/results/<name>.{json,md,rst,png}`` and the mean ranks,
+A study, not a benchmark: it chose the defaults once, and its results are the record
+of that choice. Writes ``research/results/<name>.{json,md,rst,png}`` and the mean ranks,
 ``<name>_ranks.{json,md,rst}``, after every fit (``--plot-only`` redraws the figure
 and the ranks from the JSON).
 """
 
 import argparse
 import json
+import sys
 import tarfile
 import time
 import warnings
@@ -32,12 +34,17 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from _common import default_data_home, machine, markdown_table, write_results
 from sklearn.feature_extraction.text import CountVectorizer
 
-from sktopics import AVITM, PAMVI, ProdLDA
-from sktopics.datasets import load_20news_avitm, load_nyt, load_octis
-from sktopics.metrics import npmi_coherence, topic_diversity
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))  # _common
+import _common  # noqa: E402
+from _common import default_data_home, machine, markdown_table, write_results  # noqa: E402
+
+from sktopics import AVITM, PAMVI, ProdLDA  # noqa: E402
+from sktopics.datasets import load_20news_avitm, load_nyt, load_octis  # noqa: E402
+from sktopics.metrics import npmi_coherence, topic_diversity  # noqa: E402
+
+_common.RESULTS = Path(__file__).resolve().parent / "results"  # research/results
 
 #: How each model is built for K topics (PAMVI: 2 super-topics over K sub-topics).
 ESTIMATORS = {

@@ -1,0 +1,112 @@
+"""What every public evaluation function does before it estimates anything.
+
+Resolve the device, take the model out of a Pipeline (running the leading steps
+on ``X``), take its generative view and the latent the engines anneal, check the
+held-out counts, and derive the root random key. The progress line of a run is
+:class:`~sktopics._evaluation._progress.Progress`, a context manager.
+"""
+
+import numbers
+from typing import NamedTuple
+
+import numpy as np
+import torch
+
+from .._evaluation._views import check_eval_counts, generative_view, latent_of
+from .._random import root_key
+from ..utils._pipeline import split_pipeline
+from ..utils._torch import resolve_device
+
+__all__ = ["EvaluatedModel", "Evaluation", "evaluated_model", "held_out_counts", "prepare",
+           "run_settings", "seed_of"]
+
+
+class EvaluatedModel(NamedTuple):
+    """A fitted model as the engines see it.
+
+    Attributes
+    ----------
+    view : GenerativeView or PAMGenerativeView
+    kind : {"topics", "paths", "continuous"}
+        What the engines anneal (see :func:`~sktopics._evaluation._views.latent_of`).
+    mixture : TokenMixture, PathMixture or None
+        The collapsed mixture of ``kind``; ``None`` for ``"continuous"``.
+    prior : str
+        Which prior is evaluated, for the results' ``settings``.
+    """
+
+    view: object
+    kind: str
+    mixture: object
+    prior: str
+
+
+class Evaluation(NamedTuple):
+    """One model and its held-out counts, checked and ready for an engine.
+
+    Attributes
+    ----------
+    model : EvaluatedModel
+    X : scipy.sparse.csr_matrix of shape (n_documents, n_words)
+        Float64 counts over the model's vocabulary.
+    lengths : ndarray of shape (n_documents,)
+        Tokens per document (float64).
+    device : torch.device
+    root : int
+        Root key of the run's counter-based random numbers.
+    """
+
+    model: EvaluatedModel
+    X: object
+    lengths: np.ndarray
+    device: torch.device
+    root: int
+
+
+def seed_of(random_state):
+    """``random_state`` as recorded in ``settings`` (ints only)."""
+    return random_state if isinstance(random_state, numbers.Integral) else None
+
+
+def run_settings(random_state, device, prior, **settings):
+    """A result's ``settings``: the function's own entries, then seed, device and prior."""
+    return dict(settings, random_state=seed_of(random_state), device=str(device), prior=prior)
+
+
+def evaluated_model(estimator, dirichlet_approximation=True):
+    """The :class:`EvaluatedModel` of a fitted model, Pipeline, view or (phi, alpha)."""
+    view = generative_view(estimator)
+    return EvaluatedModel(view, *latent_of(view, dirichlet_approximation))
+
+
+def held_out_counts(X, n_features, owner, *, integer=True):
+    """``(X, lengths)``: the counts checked over ``n_features`` words, and tokens per document."""
+    X = check_eval_counts(X, n_features, integer=integer, owner=owner)
+    return X, np.asarray(X.sum(1)).ravel()
+
+
+def prepare(owner, estimator, X, *, device, dirichlet_approximation, random_state):
+    """The preamble of a function that evaluates one model.
+
+    Parameters
+    ----------
+    owner : str
+        The public function's name, for messages.
+    estimator : estimator, Pipeline, generative view or (topic_word, alpha)
+    X : {array-like, sparse matrix}
+        Held-out counts, or what a Pipeline's leading steps take.
+    device : str, torch.device or None
+    dirichlet_approximation : bool
+    random_state : int, RandomState or None
+
+    Returns
+    -------
+    evaluation : Evaluation
+        Counts are checked as integers, except for a continuous latent.
+    """
+    device = resolve_device(device)
+    estimator, X = split_pipeline(estimator, X)
+    model = evaluated_model(estimator, dirichlet_approximation)
+    X, lengths = held_out_counts(X, model.view.n_features, owner,
+                                 integer=model.kind != "continuous")
+    return Evaluation(model, X, lengths, device, root_key(random_state))
