@@ -15,8 +15,7 @@ from ._neural._molda import MoLDA
 from ._neural._pamvi import PAMVI
 from ._neural._prodlda import ProdLDA
 from ._topwords import top_words
-
-__version__ = "0.1.0"
+from ._version import __version__
 
 _SUBMODULES = ("datasets", "inspection", "metrics", "model_selection", "pam", "utils")
 

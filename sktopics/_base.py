@@ -1,6 +1,5 @@
 """The estimator contract shared by every sktopics topic model."""
 
-import warnings
 from abc import abstractmethod
 from numbers import Integral
 
@@ -9,6 +8,9 @@ import torch
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 
 from ._evaluation._default_score import default_score
+from ._version import __version__
+from .utils._interrupt import deferred_interrupt
+from .utils._pickle import VERSION_KEY, check_pickle_version
 from .utils._sklearn_compat import (
     Interval,
     StrOptions,
@@ -17,6 +19,7 @@ from .utils._sklearn_compat import (
 )
 from .utils._torch import available_device, draw_seed, resolve_device, thread_scope
 from .utils._validation import EmptyDocumentWarning, check_count_matrix
+from .utils._warnings import warn
 
 __all__ = ["BaseTopicModel"]
 
@@ -24,13 +27,11 @@ __all__ = ["BaseTopicModel"]
 def _warn_empty_documents(X, owner):
     n_empty = int(np.count_nonzero(np.asarray(X.sum(axis=1)).ravel() <= 0))
     if n_empty:
-        warnings.warn(
+        warn(
             f"{owner}.transform: {n_empty} of {X.shape[0]} documents have no token in the "
             "vocabulary (empty, or only unseen words); their topic proportions are the "
             "prior mean.",
-            EmptyDocumentWarning,
-            stacklevel=3,
-        )
+            EmptyDocumentWarning)
 
 
 class BaseTopicModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
@@ -58,6 +59,10 @@ class BaseTopicModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEsti
     #: Extra keyword arguments ``partial_fit`` passes to ``_fit`` (e.g. one epoch).
     _partial_fit_options = {}
 
+    #: What a fit finishes before it stops on Ctrl-C (``_fit`` checks ``stop.requested``
+    #: after each one).
+    _fit_step = "iteration"
+
     # ----------------------------------------------------------------- fitting
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
@@ -77,15 +82,7 @@ class BaseTopicModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEsti
             The fitted estimator.
         """
         warm = bool(getattr(self, "warm_start", False)) and self._is_fitted()
-        X = check_count_matrix(
-            self, X, reset=not warm, integer_counts=self._integer_counts, min_samples=2
-        )
-        self._warn_more_topics_than_words(X)
-        self.device_ = resolve_device(self.device)
-        with thread_scope(self.n_jobs):
-            self._fit(X, draw_seed(self.random_state), warm=warm)
-        self._record_training_size(X)
-        return self
+        return self._train(X, warm)
 
     def partial_fit(self, X, y=None):
         """Continue training on ``X`` for one more pass.
@@ -109,14 +106,40 @@ class BaseTopicModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEsti
         warm = self._is_fitted()
         if not warm:
             self._validate_params()
-        X = check_count_matrix(
-            self, X, reset=not warm, integer_counts=self._integer_counts, min_samples=2
-        )
-        if not warm:
-            self.device_ = resolve_device(self.device)
-        with thread_scope(self.n_jobs):
-            self._fit(X, draw_seed(self.random_state), warm=warm, **self._partial_fit_options)
+        return self._train(X, warm, online=True)
+
+    def _train(self, X, warm, online=False):
+        """Validate, resolve the device and threads, fit; the plumbing of ``fit`` and
+        ``partial_fit``.
+
+        Interrupts: the first Ctrl-C ends training after the current sweep or epoch,
+        the estimator keeps the model of the work done, and the KeyboardInterrupt is
+        raised again here. Any other exception out of ``_fit`` (a second Ctrl-C
+        included) leaves the estimator's attributes as they were before the call.
+        """
+        before = dict(self.__dict__)
+        name = type(self).__name__
+        try:
+            X = check_count_matrix(
+                self, X, reset=not warm, integer_counts=self._integer_counts, min_samples=2
+            )
+            if not online:
+                self._warn_more_topics_than_words(X)
+            if not (online and warm):
+                self.device_ = resolve_device(self.device)
+            options = self._partial_fit_options if online else {}
+            with thread_scope(self.n_jobs), deferred_interrupt(name, self._fit_step) as stop:
+                self._fit(X, draw_seed(self.random_state), warm=warm, stop=stop, **options)
+        except BaseException:
+            self.__dict__.clear()
+            self.__dict__.update(before)
+            raise
         self._record_training_size(X)
+        if stop.requested:
+            raise KeyboardInterrupt(
+                f"{name} stopped after {self.n_iter_} {self._fit_step}s: the estimator "
+                "holds the model of the work done."
+            )
         return self
 
     # --------------------------------------------------------------- inference
@@ -190,12 +213,10 @@ class BaseTopicModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEsti
     def _warn_more_topics_than_words(self, X):
         n_topics = getattr(self, "n_components", None)
         if isinstance(n_topics, Integral) and n_topics > X.shape[1]:
-            warnings.warn(
+            warn(
                 f"{type(self).__name__}: n_components={n_topics} topics over a vocabulary of "
                 f"{X.shape[1]} words: more topics than words cannot all be told apart.",
-                UserWarning,
-                stacklevel=3,
-            )
+                UserWarning)
 
     def _check_X(self, X):
         """Validate counts for inference on a fitted model (features must match)."""
@@ -221,7 +242,13 @@ class BaseTopicModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEsti
         tags.non_deterministic = _requests_cuda(self.device)
         return tags
 
+    def __getstate__(self):
+        state = super().__getstate__()
+        state[VERSION_KEY] = __version__
+        return state
+
     def __setstate__(self, state):
+        check_pickle_version(state, type(self).__name__)
         super().__setstate__(state)
         device = getattr(self, "device_", None)
         if device is not None:
@@ -232,8 +259,13 @@ class BaseTopicModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEsti
 
     # ------------------------------------------------------- subclass hooks
     @abstractmethod
-    def _fit(self, X, seed, *, warm):
-        """Fit on validated CSR counts; set the fitted attributes as numpy."""
+    def _fit(self, X, seed, *, warm, stop=None):
+        """Fit on validated CSR counts; set the fitted attributes as numpy.
+
+        ``stop`` is a :class:`~sktopics.utils._interrupt.StopRequest`: when its
+        ``requested`` is set, end after the current step with the model of the work
+        done (and ``n_iter_`` counting it).
+        """
 
     @abstractmethod
     def _transform(self, X):

@@ -176,20 +176,23 @@ def test_evaluation_mode_restores_every_submodule():
 
 @pytest.mark.parametrize("name", ["AVITM", "ProdLDA", "PAMVI", "MoLDA"])
 def test_proposal_runs_on_another_device_without_moving_the_encoder(fitted, X, name):
-    # issue 17 (1): the proposal used to move the fitted encoder to the evaluation device
+    # The proposal used to move the fitted encoder to the evaluation device.
     est = fitted[name]
     encoder = est.net_.module_.encoder
     before = {k: (v.device, v.clone()) for k, v in encoder.state_dict().items()}
     view = generative_view(est)
     x = torch.as_tensor(X[:5].toarray(), dtype=torch.float64)
+    expected = [t.clone() for t in view.proposal(x)]
+    theta = est.transform(X[:5])
     loc, scale = view.proposal(x.to("meta"))
     assert loc.device.type == "meta" and scale.device.type == "meta"
     assert loc.shape == (5, view.n_topics)
     for key, value in encoder.state_dict().items():
         assert value.device == before[key][0] and torch.equal(value, before[key][1])
-    # and the estimator keeps working where it lives
-    np.testing.assert_allclose(view.proposal(x)[0].sum(), view.proposal(x)[0].sum())
-    est.transform(X[:5])
+    # and the view and the estimator give what they gave before, where they live
+    for again, first in zip(view.proposal(x), expected):
+        assert torch.equal(again, first)
+    np.testing.assert_array_equal(est.transform(X[:5]), theta)
 
 
 def test_views_convert_arrays_once_per_device_and_dtype(fitted):
@@ -302,7 +305,7 @@ def test_auto_kernel_never_picks_an_invalid_kernel():
 
 
 def test_ratio_and_iteration_ais_with_the_gpu_kernel_policy(monkeypatch):
-    # issue 17 (2): on CUDA "auto" meant "blocked", and ratio-AIS raised whenever the
+    # On CUDA "auto" used to mean "blocked", and ratio-AIS raised whenever the
     # two alphas differed. Apply CUDA's policy to the CPU and run the default path.
     monkeypatch.setattr(zspace_mod, "AUTO_KERNEL", {"cpu": "blocked", "cuda": "blocked"})
     X = make_lda_corpus(n_samples=20, n_features=15, n_components=2, random_state=0)[0]
@@ -450,7 +453,7 @@ _LOADER = textwrap.dedent("""
 
 @pytest.mark.parametrize("name", list(ESTIMATORS))
 def test_model_recorded_on_a_gpu_loads_and_trains_on_a_cpu_only_machine(tmp_path, X, name):
-    # issue 17 (3): a GPU-fitted model's device travels in its pickle. Record cuda:1 on a
+    # A GPU-fitted model's device travels in its pickle. Record cuda:1 on a
     # CPU fit (what a pickle from a two-GPU machine carries) and load it where CUDA is
     # hidden: it must warn, move to the CPU and continue.
     est = _fit(name, X, device="cpu")

@@ -308,16 +308,29 @@ def test_parallel_sweep_fused_matches_eager(monkeypatch):
     assert (eager.n_wk - fused_wk).abs().sum() <= 2 * (eager.z != fused.z.cpu()).sum()
 
 
-def test_corpus_fingerprint_sums_the_tokens():
+def test_corpus_fingerprint_identifies_the_tokens():
+    """Equal tokens give equal fingerprints whatever the matrix's layout; moving tokens
+    between two documents of equal length (which keeps every sum over the tokens) or
+    changing one count gives another."""
     X = sp.random(40, 30, density=0.3, random_state=4, format="csr")
     X.data = np.ceil(X.data * 4)
-    corpus = GibbsCorpus(X, "cpu")
-    doc, word = corpus.doc.to(torch.int64), corpus.word.to(torch.int64)
-    assert corpus.fingerprint() == (40, 30, int(X.sum()), int(doc.sum()),
-                                    int((word * 7919 + doc).sum()))
+    fingerprint = GibbsCorpus(X, "cpu").fingerprint()
+    coo = X.tocoo()
+    doubled = sp.coo_matrix((np.r_[coo.data - 1, np.ones(coo.nnz)],
+                             (np.r_[coo.row, coo.row], np.r_[coo.col, coo.col])), shape=X.shape)
+    explicit = X.copy()
+    explicit.data = np.r_[explicit.data, 0.0]
+    explicit.indices = np.r_[explicit.indices, 0]
+    explicit.indptr[-1] += 1
+    for same in (X.tocsc(), doubled, X.astype(np.float32), explicit):
+        assert GibbsCorpus(same, "cpu").fingerprint() == fingerprint
+    # Two documents of the same length with their words exchanged.
+    docs = sp.csr_matrix(np.array([[2, 0, 1], [0, 3, 0], [1, 1, 0]]))
+    swapped = sp.csr_matrix(np.array([[0, 3, 0], [2, 0, 1], [1, 1, 0]]))
+    assert GibbsCorpus(docs, "cpu").fingerprint() != GibbsCorpus(swapped, "cpu").fingerprint()
     other = X.copy()
     other.data[0] += 1
-    assert GibbsCorpus(other, "cpu").fingerprint() != corpus.fingerprint()
+    assert GibbsCorpus(other, "cpu").fingerprint() != fingerprint
 
 
 def test_parallel_sweep_falls_back_when_the_fused_kernel_fails(monkeypatch):
@@ -372,20 +385,26 @@ def _mh_frozen(state):
             corpus.doc_length)
 
 
+@pytest.mark.parametrize("background", [False, True])
 @pytest.mark.parametrize("start", ["posterior", "frozen"])
-def test_mh_cycle_leaves_the_conditional_invariant(start):
+def test_mh_cycle_leaves_the_conditional_invariant(start, background):
     """MH word/doc proposals with exact acceptance target the per-token conditional.
 
     ``posterior``: starting from exact draws of the conditional, one cycle keeps
     them distributed as the conditional (invariance). ``frozen``: starting from the
-    frozen assignment, 40 cycles converge to it.
+    frozen assignment, 40 cycles converge to it. With a background (other shards'
+    word-topic counts, in the target but not in the tokens the word proposal picks
+    from), the acceptance must use the counts the proposal really drew from.
     """
     K5 = 5
     rng = np.random.default_rng(0)
     X = sp.csr_matrix(rng.poisson(1.5, size=(3, 6)))
     corpus = GibbsCorpus(X, "cpu")
     z0 = torch.as_tensor(rng.integers(0, K5, corpus.n_tokens), dtype=torch.int32)
-    state = GibbsState(corpus, K5, z0)
+    bg = rng.integers(0, 6, size=(corpus.n_features, K5)) if background else None
+    state = GibbsState(corpus, K5, z0, bg)
+    if bg is None:
+        bg = np.zeros((corpus.n_features, K5))
     alpha_np = np.array([0.3, 0.1, 0.5, 0.2, 0.05])
     beta = 0.2
     alpha = torch.tensor(alpha_np, dtype=torch.float32)
@@ -398,6 +417,7 @@ def test_mh_cycle_leaves_the_conditional_invariant(start):
         mask = np.arange(len(z)) != i
         np.add.at(n_dk, (doc[mask], z[mask]), 1)
         np.add.at(n_wk, (word[mask], z[mask]), 1)
+        n_wk += bg
         target = (n_dk[doc[i]] + alpha_np) * (n_wk[word[i]] + beta) / (
             n_wk.sum(0) + corpus.n_features * beta)
         target /= target.sum()
@@ -411,7 +431,7 @@ def test_mh_cycle_leaves_the_conditional_invariant(start):
                     for c in range(n_cycles)]
         draws = mh_chunk(rep_doc, rep_word, rep_z, z_cur, _mh_frozen(state),
                          (state.n_dk, state.n_wk, state.n_k), alpha, torch.cumsum(alpha, 0),
-                         beta, uniforms).numpy()
+                         beta, uniforms, word_proposal=state.own_word_topic()).numpy()
         observed = np.bincount(draws, minlength=K5)
         stat = ((observed - n * target) ** 2 / (n * target)).sum()
         assert stat < chi2.ppf(0.999, K5 - 1), (i, observed / n, target)

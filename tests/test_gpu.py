@@ -19,6 +19,7 @@ import torch
 
 import sktopics._random as random_mod
 from sktopics import LDAGibbs
+from sktopics._gibbs import _fused as fused
 from sktopics._random import counter_uniform, stream_key
 from sktopics.datasets import make_lda_corpus
 from sktopics.model_selection import (
@@ -293,7 +294,12 @@ def test_hot_loops_do_not_synchronise_per_step(X, record_property):
 
 
 def test_auto_sampler_on_cuda_is_the_fused_parallel_sweep(X):
+    """At K = 600 "auto" takes the fused kernel on a GPU, and the kernel really runs: a
+    fallback would warn, record its failure and switch the fit to MH."""
     pytest.importorskip("triton")
-    model = LDAGibbs(600, max_iter=1, device="cuda", random_state=0).fit(X)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        model = LDAGibbs(600, max_iter=3, device="cuda", random_state=0).fit(X)
     assert model.algorithm_ == "parallel"
+    assert not fused._failure and fused.fused_dense_available("cuda", 600)
     assert LDAGibbs(600, max_iter=1, device="cpu", random_state=0).fit(X).algorithm_ == "mh"

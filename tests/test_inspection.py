@@ -1,4 +1,4 @@
-"""sktopics.inspection: displays, the topic report and the pyLDAvis export (issue #23)."""
+"""sktopics.inspection: displays, the topic report and the pyLDAvis export."""
 
 import builtins
 
@@ -57,28 +57,40 @@ def test_a_missing_matplotlib_is_a_clear_error(pipe, monkeypatch):
         TopicWordsDisplay.from_estimator(pipe)
 
 
-def test_topic_report_records_and_values(pipe, monkeypatch):
-    real_import = builtins.__import__
-    monkeypatch.setattr(builtins, "__import__", lambda name, *a, **kw: (
-        (_ for _ in ()).throw(ImportError()) if name == "pandas" else real_import(name, *a, **kw)))
-    rows = topic_report(pipe, TEXTS, top_n=4, X_ref=TEXTS)
-    assert [r["topic"] for r in rows] == [0, 1]
+def test_topic_report_is_a_dataframe_indexed_by_topic_with_its_values(pipe):
+    pd = pytest.importorskip("pandas")
+    report = topic_report(pipe, TEXTS, top_n=4, X_ref=TEXTS)
+    assert isinstance(report, pd.DataFrame)
+    assert report.index.name == "topic" and list(report.index) == [0, 1]
+    assert list(report.columns) == ["top_words", "weights", "distinct", "prevalence", "npmi"]
     words, weights = top_words(pipe, 4, return_weights=True)
-    assert [r["top_words"] for r in rows] == words
-    np.testing.assert_allclose([r["weights"] for r in rows], weights)
-    assert sum(r["prevalence"] for r in rows) == pytest.approx(1.0)
+    assert list(report["top_words"]) == words
+    np.testing.assert_allclose(np.vstack(report["weights"]), weights)
+    assert report["prevalence"].sum() == pytest.approx(1.0)
     counts = pipe[0].transform(TEXTS)
     expected = npmi_coherence(pipe[-1], counts, top_n=4).per_topic
-    np.testing.assert_allclose([r["npmi"] for r in rows], expected)
-    assert all(0 <= r["distinct"] <= 1 for r in rows)
-    assert "prevalence" not in topic_report(pipe, top_n=4)[0]
+    np.testing.assert_allclose(report["npmi"], expected)
+    assert report["distinct"].between(0, 1).all()
 
 
-def test_topic_report_is_a_dataframe_with_pandas(pipe):
+def test_topic_report_has_one_type_whatever_the_columns(pipe):
     pd = pytest.importorskip("pandas")
-    report = topic_report(pipe, TEXTS, top_n=3)
-    assert isinstance(report, pd.DataFrame) and list(report.index) == [0, 1]
-    assert {"top_words", "weights", "distinct", "prevalence"} <= set(report.columns)
+    bare = topic_report(pipe, top_n=3)
+    assert isinstance(bare, pd.DataFrame) and bare.index.name == "topic"
+    assert list(bare.columns) == ["top_words", "weights", "distinct"]
+
+
+def test_topic_report_without_pandas_is_a_clear_error(pipe, monkeypatch):
+    real_import = builtins.__import__
+
+    def no_pandas(name, *args, **kwargs):
+        if name.split(".")[0] == "pandas":
+            raise ImportError("no pandas")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_pandas)
+    with pytest.raises(ImportError, match=r"sktopics\[report\]"):
+        topic_report(pipe, TEXTS)
 
 
 def test_to_pyldavis_follows_its_contract(pipe):
@@ -146,10 +158,15 @@ def test_training_curves_are_per_token_with_a_held_out_curve():
     neural = ProdLDA(n_components=3, max_iter=4, batch_size=20, hidden_sizes=(8,),
                      validation_fraction=0.2, device="cpu", random_state=0).fit(X)
     curves = TrainingCurveDisplay.from_estimator(neural).curves
-    length = X.sum() / X.shape[0]
+    # Each loss is divided by the mean length of the documents it was measured on: the
+    # 48 training and the 12 validation documents, which together make up X.
+    train_length = neural.history_[-1, "train_tokens_per_document"]
+    valid_length = neural.history_[-1, "valid_tokens_per_document"]
+    assert 48 * train_length + 12 * valid_length == pytest.approx(X.sum())
     np.testing.assert_allclose(curves["training: ELBO per token"][1],
-                               -np.asarray(neural.history_[:, "train_loss"]) / length)
-    assert "validation: ELBO per token" in curves
+                               -np.asarray(neural.history_[:, "train_loss"]) / train_length)
+    np.testing.assert_allclose(curves["validation: ELBO per token"][1],
+                               -np.asarray(neural.history_[:, "valid_loss"]) / valid_length)
     plt.close("all")
 
 

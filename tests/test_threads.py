@@ -1,4 +1,4 @@
-"""``n_jobs``: torch threads inside a call, the caller's setting restored (issue #22)."""
+"""``n_jobs``: torch threads inside a call, the caller's setting restored."""
 
 import threading
 
@@ -79,4 +79,69 @@ def test_evaluators_use_n_jobs_inside_and_restore(two_threads, monkeypatch):
     ais_log_likelihood(model, X, n_temperatures=2, n_chains=1, random_state=0, n_jobs=1)
     assert seen == [1] and torch.get_num_threads() == 2
     left_to_right_log_likelihood(model, X, n_particles=2, random_state=0, n_jobs=1)
+    assert torch.get_num_threads() == 2
+
+
+def test_overlapping_scopes_from_threads_restore_the_setting(monkeypatch):
+    """Scopes that open and close in another order than a stack (two threads) leave
+    the process-wide setting as it was before the first one opened.
+
+    torch documents its setting as process-wide, but with OpenMP part of it lives
+    per thread, which hides a misrestore from this thread's reads: the scopes are
+    checked against a plain process-wide value instead.
+    """
+    setting = [2]
+    monkeypatch.setattr(torch, "get_num_threads", lambda: setting[0])
+    monkeypatch.setattr(torch, "set_num_threads", lambda n: setting.__setitem__(0, n))
+    opened_a, opened_b, closed_a = threading.Event(), threading.Event(), threading.Event()
+    inside = {}
+
+    def a():
+        with thread_scope(3):
+            opened_a.set()
+            opened_b.wait()
+        closed_a.set()
+
+    def b():
+        opened_a.wait()
+        with thread_scope(1):
+            opened_b.set()
+            closed_a.wait()
+            inside["b"] = setting[0]
+
+    workers = [threading.Thread(target=a), threading.Thread(target=b)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    assert inside["b"] == 1  # b's scope is the one still open
+    assert setting[0] == 2
+
+
+def test_concurrent_transforms_with_different_n_jobs(two_threads):
+    """Several threads calling transform at once, with different n_jobs: the same
+    results as one at a time, and torch's setting as it was."""
+    from sktopics import LDAGibbs
+
+    model = LDAGibbs(3, max_iter=5, transform_max_iter=20, device="cpu", random_state=0).fit(X)
+    expected = {n: model.set_params(n_jobs=n).transform(X) for n in (1, 2, 3)}
+    results, errors = {}, []
+    start = threading.Barrier(6)
+
+    def call(index, n_jobs):
+        try:
+            start.wait()
+            for _ in range(5):
+                results[index, n_jobs] = model.set_params(n_jobs=n_jobs).transform(X)
+        except Exception as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    workers = [threading.Thread(target=call, args=(i, 1 + i % 3)) for i in range(6)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    assert not errors
+    for (_, n_jobs), result in results.items():
+        np.testing.assert_array_equal(result, expected[n_jobs])
     assert torch.get_num_threads() == 2

@@ -19,9 +19,10 @@ another kernel, does not route sktopics' sweeps through the slow interpreter.)
 import functools
 import importlib.util
 import os
-import warnings
 
 import torch
+
+from ..utils._warnings import warn
 
 __all__ = ["MAX_FUSED_TOPICS", "FusedKernelError", "fused_dense_available",
            "fused_dense_chunk"]
@@ -44,6 +45,9 @@ def _have_triton():
 
 #: Set when the kernel failed to build or launch: the sweeps use the eager kernels.
 _failure = []
+
+#: (device, BLOCK_K) configurations whose first launch ran to completion.
+_verified = set()
 
 
 class FusedKernelError(RuntimeError):
@@ -118,10 +122,15 @@ def fused_dense_chunk(doc, word, z, theta_tab, phi_tab, n_dk, n_wk, n_k, alpha, 
         kernel[grid](doc, word, z, u, theta_tab, phi_tab, n_dk, n_wk, n_k, alpha, out, C, K,
                      float(beta) - 1.0, float(V * beta) - 1.0, BLOCK_T=block_t,
                      BLOCK_K=block_k)
+        configuration = (doc.device, block_k)
+        if doc.device.type == "cuda" and configuration not in _verified:
+            # A fault of a launch surfaces at the next synchronisation, outside this
+            # try: the first launch of each configuration is waited for here.
+            torch.cuda.synchronize(doc.device)
+            _verified.add(configuration)
     except Exception as exc:  # noqa: BLE001 - whatever Triton raises, fall back once
         _failure.append(repr(exc))
-        warnings.warn(f"sktopics: the fused Gibbs kernel failed ({exc!r}); the sweeps use "
-                      "torch operations from now on (slower on a GPU).", RuntimeWarning,
-                      stacklevel=2)
+        warn(f"sktopics: the fused Gibbs kernel failed ({exc!r}); the sweeps use torch "
+             "operations from now on (slower on a GPU).", RuntimeWarning)
         raise FusedKernelError(str(exc)) from exc
     return out

@@ -9,18 +9,17 @@ import torch
 
 from .._base import BaseTopicModel
 from .._generative import DirichletPrior, GenerativeView, MixtureLikelihood
-from .._random import counter_uniform, stream_key
 from ..utils._docstring import N_JOBS, fill_doc
 from ..utils._sklearn_compat import Interval, StrOptions
 from ..utils._torch import device_budget, make_generator
 from ..utils._validation import check_doc_topic_prior
+from ._chain import ChainMemory, draw_given_topics
 from ._fused import fused_dense_available
 from ._hyper import optimize_alpha, optimize_beta
 from ._infer import _CHUNK_ELEMENTS as _INFER_CHUNK_ELEMENTS
 from ._infer import CellCorpus, infer_doc_topic
 from ._state import GibbsCorpus, GibbsState, chunk_bounds, default_chunk
 from ._sweeps import (
-    STREAMS,
     log_joint,
     mh_sweep,
     parallel_sweep,
@@ -58,6 +57,58 @@ _AUTO_MH_FROM = 500
 #: (documents x topics) entries per block of :meth:`LDAGibbs.transform` on the CPU (a
 #: block's sampler state is about 16 bytes an entry; GPU: ``device_budget``).
 _TRANSFORM_ELEMENTS = 1 << 24
+
+
+def _mh_chunk(device):
+    """Tokens per MH chunk: O(1) per token, so ``(chunk,)`` temporaries only."""
+    return (1 << 16) if device.type == "cpu" else (1 << 22)
+
+
+class _Run:
+    """A planned run of sweeps ``first + 1 .. last`` and its running estimates.
+
+    An interrupted fit keeps its run (:meth:`detach`), so that a warm ``fit`` finishes
+    it with the same kept states, seed and sums as if it had never stopped.
+    """
+
+    def __init__(self, fingerprint, seed, first, last):
+        self.fingerprint = fingerprint
+        self.seed = int(seed)
+        self.first = int(first)
+        self.last = int(last)
+        self.n_kept = 0
+        self.phi_sum = None
+        self.doc_topic = None
+
+    def attach(self, n_components, n_features, n_docs, device):
+        """Put the sums on ``device`` (new ones for a new run)."""
+        if self.phi_sum is None:
+            self.phi_sum = torch.zeros((n_components, n_features), dtype=torch.float64)
+            self.doc_topic = np.zeros((n_docs, n_components))  # summed in place on the host
+        self.phi_sum = torch.as_tensor(self.phi_sum).to(device)
+
+    def keep(self, state, alpha, beta):
+        """Add a sampled state to the averages."""
+        self.phi_sum += state.topic_word(beta)
+        state.add_doc_topic(alpha, self.doc_topic)
+        self.n_kept += 1
+
+    def estimates(self, state, alpha, beta):
+        """``components_`` and ``doc_topic_``: the kept states' averages (the current
+        state's, when the run stopped before its first kept state)."""
+        if self.n_kept == 0:
+            phi = state.topic_word(beta).cpu().numpy()
+            doc_topic = np.zeros_like(self.doc_topic)
+            state.add_doc_topic(alpha, doc_topic)
+        else:
+            phi = (self.phi_sum / self.n_kept).cpu().numpy()
+            doc_topic = self.doc_topic / self.n_kept
+        return phi / phi.sum(1, keepdims=True), doc_topic
+
+    def detach(self):
+        """The run with its sums on the host (picklable, device-neutral)."""
+        self.phi_sum = self.phi_sum.cpu()
+        return self
 
 
 @fill_doc(n_jobs=N_JOBS)
@@ -287,6 +338,7 @@ class LDAGibbs(BaseTopicModel):
 
     #: ``partial_fit`` runs one sweep per call.
     _partial_fit_options = {"n_sweeps": 1}
+    _fit_step = "sweep"
 
     def __init__(
         self,
@@ -351,46 +403,43 @@ class LDAGibbs(BaseTopicModel):
         return {s for s in sweeps if s > floor} | {last}
 
     # ----------------------------------------------------------------- fitting
-    def _fit(self, X, seed, *, warm, n_sweeps=None):
+    def _fit(self, X, seed, *, warm, n_sweeps=None, stop=None):
         device = self.device_
-        # partial_fit passes n_sweeps (one sweep) and always continues the chain.
-        keep_chain = self.warm_start or n_sweeps is not None
-        n_sweeps = self.max_iter if n_sweeps is None else int(n_sweeps)
+        # partial_fit passes n_sweeps (one sweep): one online chain over every shard.
+        online = n_sweeps is not None
         K = self.n_components
-        n_features = X.shape[1]
-        if warm and getattr(self, "components_", None) is not None:
+        corpus = GibbsCorpus(X, device)
+        warm = warm and getattr(self, "components_", None) is not None
+        run = getattr(self, "_interrupted_run", None) if warm and not online else None
+        if run is not None and run.fingerprint != corpus.fingerprint():
+            run = None  # another corpus: a new run, not the interrupted one's end
+        if warm:
             alpha = np.asarray(self.doc_topic_prior_, dtype=np.float64)
             beta = float(self.topic_word_prior_)
             start = int(self.n_iter_)
         else:
-            warm = False
             alpha = self._initial_alpha()
             beta = 0.01 if self.topic_word_prior is None else float(self.topic_word_prior)
             start = 0
-        corpus = GibbsCorpus(X, device)
+        if run is None:
+            planned = self.max_iter if n_sweeps is None else int(n_sweeps)
+            run = _Run(corpus.fingerprint(), seed, start, start + planned)
+        run.attach(K, X.shape[1], corpus.n_docs, device)
+        seed = run.seed
+
+        memory = self._memory_for(online, warm, K, beta)
+        z, background = (None, None) if memory is None else memory.restore(corpus, K)
+        if not online:
+            background = None  # fit models X alone
+        if z is None:
+            z = (draw_given_topics(X, corpus, self.components_, alpha, seed) if warm
+                 else random_init(corpus, K, seed))
+        state = GibbsState(corpus, K, z, background)
+
         algorithm = self._resolve_algorithm(device)
-        if algorithm == "mh":
-            # O(1) per token: (chunk,) temporaries only, independent of K.
-            chunk = (1 << 16) if device.type == "cpu" else (1 << 22)
-        else:
-            chunk = default_chunk(K, device=device)
-
-        saved = getattr(self, "_chain", None) if warm else None
-        if saved is not None and saved["fingerprint"] == corpus.fingerprint() \
-                and saved["z"].shape[0] == corpus.n_tokens:
-            z = torch.from_numpy(saved["z"].astype(np.int32))
-        elif warm:
-            # Another corpus: start from a draw of z given the fitted topics.
-            z = self._draw_given_topics(X, corpus, alpha, seed)
-        else:
-            z = random_init(corpus, K, seed)
-        state = GibbsState(corpus, K, z)
-
-        sample_sweeps = self._sample_sweeps(start, n_sweeps)
-        phi_sum = torch.zeros((K, n_features), dtype=torch.float64, device=device)
-        doc_topic = np.zeros((corpus.n_docs, K))  # the result, summed in place on the host
-        n_kept = 0
+        sample_sweeps = self._sample_sweeps(run.first, run.last - run.first)
         trace = list(getattr(self, "log_likelihood_trace_", [])) if warm else []
+        trace_tokens = list(self._trace_tokens()) if warm else []
         trace_sweeps = list(getattr(self, "log_likelihood_sweeps_", [])) if warm else []
         snapshots = list(getattr(self, "snapshots_", [])) if warm else []
         tic = time.perf_counter()
@@ -399,11 +448,16 @@ class LDAGibbs(BaseTopicModel):
         # alpha on the device, copied when it changes: a copy per sweep would make
         # every sweep wait for the device.
         alpha_device = torch.as_tensor(alpha, dtype=torch.float32, device=device)
-        for sweep in range(start + 1, start + n_sweeps + 1):
+        done = start
+        for sweep in range(start + 1, run.last + 1):
+            if algorithm == "parallel" and self._fused_lost(device):
+                algorithm = "mh"  # "auto" chose the fused kernel, which has failed
             if algorithm == "parallel":
-                parallel_sweep(state, alpha_device, beta, seed, sweep, chunk)
+                parallel_sweep(state, alpha_device, beta, seed, sweep,
+                               default_chunk(K, device=device))
             elif algorithm == "mh":
-                mh_sweep(state, alpha_device, beta, seed, sweep, chunk, self.mh_steps)
+                mh_sweep(state, alpha_device, beta, seed, sweep, _mh_chunk(device),
+                         self.mh_steps)
             else:
                 sequential_sweep(state, alpha, beta, seed, sweep)
             tokens_done += corpus.n_tokens
@@ -414,17 +468,15 @@ class LDAGibbs(BaseTopicModel):
                 beta = optimize_beta(state.n_wk, state.n_k, beta)
                 alpha_device = torch.as_tensor(alpha, dtype=torch.float32, device=device)
             if sweep in sample_sweeps:
-                phi_sum += state.topic_word(beta)
-                state.add_doc_topic(alpha, doc_topic)
-                n_kept += 1
+                run.keep(state, alpha, beta)
             if self.snapshot_interval is not None and sweep % self.snapshot_interval == 0:
                 snapshots.append(
                     Snapshot(sweep, state.topic_word(beta).cpu().numpy(), np.array(alpha, copy=True))
                 )
-            last = sweep == start + n_sweeps
-            if sweep % self.evaluate_every == 0 or last:
+            if sweep % self.evaluate_every == 0 or sweep == run.last:
                 ll = log_joint(state, alpha, beta)
                 trace.append(ll)
+                trace_tokens.append(corpus.n_tokens)
                 trace_sweeps.append(sweep)
                 if self.verbose:
                     elapsed = time.perf_counter() - tic
@@ -436,50 +488,60 @@ class LDAGibbs(BaseTopicModel):
                     )
                     tic = time.perf_counter()
                     tokens_done = 0
+            done = sweep
+            if stop is not None and stop.requested:
+                break
 
-        phi = (phi_sum / n_kept).cpu().numpy()
-        self.components_ = phi / phi.sum(1, keepdims=True)
-        doc_topic /= n_kept
-        self.doc_topic_ = doc_topic
+        self.components_, self.doc_topic_ = run.estimates(state, alpha, beta)
         self.doc_topic_prior_ = np.asarray(alpha, dtype=np.float64).copy()
         self.topic_word_prior_ = float(beta)
         self.log_likelihood_trace_ = np.asarray(trace, dtype=np.float64)
+        self.log_likelihood_n_tokens_ = np.asarray(trace_tokens, dtype=np.int64)
         self.log_likelihood_sweeps_ = np.asarray(trace_sweeps, dtype=np.int64)
-        self.n_iter_ = start + n_sweeps
+        self.n_iter_ = done
         self.algorithm_ = algorithm
         if self.snapshot_interval is not None:
             self.snapshots_ = snapshots
         self._transform_seed = int(seed)
-        if keep_chain:
-            self._chain = {"fingerprint": corpus.fingerprint(), "z": state.z.cpu().numpy()}
+        self._topic_tokens = state.n_k.cpu().numpy().astype(np.int64)
+        interrupted = done < run.last
+        # An interrupted run keeps what finishing it needs (its topics, its sums).
+        self._interrupted_run = run.detach() if interrupted else None
+        if online or self.warm_start or interrupted:
+            if memory is None or not online:
+                memory = ChainMemory(np.zeros((X.shape[1], K), dtype=np.int64))
+            memory.record(state)
         else:
-            self._chain = None
+            memory = None
+        self._memory = memory
         return self
 
-    def _draw_given_topics(self, X, corpus, alpha, seed):
-        """Topics of the tokens of a new corpus (``X``, as ``corpus``) given the fitted topics."""
-        word_topic = torch.as_tensor(self.components_.T, dtype=torch.float32,
-                                     device=corpus.device).contiguous()
-        alpha_t = torch.as_tensor(alpha, dtype=torch.float64)
-        K = self.n_components
-        generator = make_generator(seed, corpus.device)
-        theta = infer_doc_topic(CellCorpus(X, corpus.device), word_topic, alpha_t, 2, 1,
-                                generator)
-        state_theta = theta.to(torch.float32)
-        # One more draw of z given theta and phi.
-        z = torch.empty(corpus.n_tokens, dtype=torch.int32, device=corpus.device)
-        step = default_chunk(K, device=corpus.device)
-        key = stream_key(seed, STREAMS["given_topics"], 0)
-        for start in range(0, corpus.n_tokens, step):
-            stop = min(start + step, corpus.n_tokens)
-            p = state_theta.index_select(0, corpus.doc[start:stop].to(torch.int64))
-            p.mul_(word_topic.index_select(0, corpus.word[start:stop].to(torch.int64)))
-            cum = torch.cumsum(p, 1, out=p)
-            index = torch.arange(start, stop, device=corpus.device, dtype=torch.int64)
-            target = (counter_uniform(key, index) * cum[:, -1])[:, None]
-            k = torch.searchsorted(cum, target, right=True).squeeze_(1)
-            z[start:stop] = k.clamp_max_(K - 1)
-        return z
+    def _memory_for(self, online, warm, n_components, beta):
+        """The chain memory a call starts from (``None``: none is kept)."""
+        if not warm:
+            return None
+        memory = getattr(self, "_memory", None)
+        if memory is None and online:
+            # partial_fit after a fit that kept no chain: its topics stand for the
+            # earlier data.
+            tokens = getattr(self, "_topic_tokens", None)
+            if tokens is None:
+                tokens = np.full(n_components, self.n_train_tokens_ / n_components)
+            memory = ChainMemory.from_topics(self.components_, tokens, beta)
+        return memory
+
+    def _trace_tokens(self):
+        """Tokens behind each entry of ``log_likelihood_trace_``."""
+        tokens = getattr(self, "log_likelihood_n_tokens_", None)
+        if tokens is None:  # a model pickled before the per-entry record
+            tokens = np.full(len(self.log_likelihood_trace_), self.n_train_tokens_)
+        return tokens
+
+    def _fused_lost(self, device):
+        """Whether ``algorithm="auto"`` chose the fused parallel sweep at a K where,
+        without it, it would have chosen MH, and the fused kernel has since failed."""
+        return (self.algorithm == "auto" and self.n_components >= _AUTO_MH_FROM
+                and not fused_dense_available(device, self.n_components))
 
     # --------------------------------------------------------------- inference
     def _transform(self, X):

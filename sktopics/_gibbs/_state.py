@@ -14,6 +14,7 @@ Maths only: imports numpy and torch, never scikit-learn.
 """
 
 import functools
+import hashlib
 
 import numpy as np
 import scipy.sparse as sp
@@ -79,12 +80,7 @@ class GibbsCorpus:
         del running
         word = np.repeat(np.arange(n_features, dtype=np.int32), word_length)
         doc_length = np.bincount(doc, minlength=n_docs).astype(np.int64)
-        # Sums over tokens of ``doc`` and ``7919 word + doc``, from the cells (a
-        # fraction of the tokens, and no int64 copy of them).
-        doc_sum = int(np.dot(X.indices.astype(np.int64), counts))
-        word_sum = int(np.dot(np.arange(n_features, dtype=np.int64), word_length))
-        self._fingerprint = (int(n_docs), int(n_features), int(doc.shape[0]), doc_sum,
-                             7919 * word_sum + doc_sum)
+        self._fingerprint = _hash_cells(X, counts)
 
         self.device = torch.device(device)
         self.n_docs = int(n_docs)
@@ -110,29 +106,68 @@ class GibbsCorpus:
         return torch.argsort(self.doc, stable=True)
 
     def fingerprint(self):
-        """A cheap identity of the token arrays (to recognise the same corpus):
-        ``(n_docs, n_features, n_tokens, sum of doc, sum of 7919 word + doc)``."""
+        """The identity of the token arrays, to recognise the same corpus again.
+
+        A 128-bit BLAKE2 digest of the shape and of the cells (document, word, count)
+        in column order: any change of a count or of where it stands changes it, and
+        so does moving tokens between documents of equal length.
+        """
         return self._fingerprint
 
 
-class GibbsState:
-    """Topic assignments of a :class:`GibbsCorpus` plus the integer count tables."""
+def _hash_cells(X, counts):
+    """Digest of a canonical CSC matrix's shape and cells (O(nnz), no token copy).
 
-    def __init__(self, corpus, n_components, z):
+    Cells whose count is zero (explicit zeros, values rounded to zero) are left out,
+    so that equal tokens give equal digests.
+    """
+    if not counts.all():
+        X = sp.csc_matrix((counts, X.indices, X.indptr), shape=X.shape)
+        X.eliminate_zeros()
+        counts = X.data
+    digest = hashlib.blake2b(digest_size=16)
+    digest.update(np.asarray(X.shape, dtype=np.int64).tobytes())
+    for part in (X.indptr.astype(np.int64, copy=False), X.indices.astype(np.int64, copy=False),
+                 counts):
+        digest.update(np.ascontiguousarray(part).tobytes())
+    return digest.hexdigest()
+
+
+class GibbsState:
+    """Topic assignments of a :class:`GibbsCorpus` plus the integer count tables.
+
+    ``background`` holds word-topic counts of tokens outside this corpus (the other
+    shards of an online fit): ``n_wk`` and ``n_k`` include them, so every sampler
+    draws this corpus's tokens given the whole collection, while ``n_dk`` and ``z``
+    are this corpus's own.
+    """
+
+    def __init__(self, corpus, n_components, z, background=None):
         self.corpus = corpus
         self.n_components = int(n_components)
         self.z = z.to(device=corpus.device, dtype=torch.int32)
         K = self.n_components
+        self.background = None
+        if background is not None:
+            self.background = torch.as_tensor(background).to(device=corpus.device,
+                                                              dtype=torch.int32)
+            if self.background.shape != (corpus.n_features, K):
+                raise ValueError(f"background counts of shape {tuple(self.background.shape)}"
+                                 f" for {corpus.n_features} words and {K} topics")
         self.n_dk = torch.zeros((corpus.n_docs, K), dtype=torch.int32, device=corpus.device)
         self.n_wk = torch.zeros((corpus.n_features, K), dtype=torch.int32, device=corpus.device)
         self.n_k = torch.zeros(K, dtype=torch.int64, device=corpus.device)
         self.rebuild_counts()
 
     def rebuild_counts(self, chunk=1 << 20):
-        """Recount ``n_dk``, ``n_wk`` and ``n_k`` from the assignments ``z``."""
+        """Recount ``n_dk``, ``n_wk`` and ``n_k`` from the assignments ``z`` (and the
+        background)."""
         corpus, K = self.corpus, self.n_components
         self.n_dk.zero_()
-        self.n_wk.zero_()
+        if self.background is None:
+            self.n_wk.zero_()
+        else:
+            self.n_wk.copy_(self.background)
         flat_dk = self.n_dk.view(-1)
         flat_wk = self.n_wk.view(-1)
         # int32 flat indices where the tables allow it (half the index traffic).
@@ -144,6 +179,10 @@ class GibbsState:
             flat_dk.index_add_(0, torch.add(z, corpus.doc[start:stop].to(itype), alpha=K), ones)
             flat_wk.index_add_(0, torch.add(z, corpus.word[start:stop].to(itype), alpha=K), ones)
         self.n_k = self.n_wk.sum(0, dtype=torch.int64)
+
+    def own_word_topic(self):
+        """This corpus's own word-topic counts, ``n_wk`` less the background."""
+        return self.n_wk if self.background is None else self.n_wk - self.background
 
     def topic_word(self, beta):
         """Smoothed ``phi = (n_kw + beta) / (n_k + V beta)`` as float64 (K, V)."""

@@ -196,7 +196,7 @@ def parallel_sweep(state, alpha, beta, seed, sweep, chunk):
 
 # --------------------------------------------------------------------------- MH
 def mh_chunk(doc, word, z_old, z_cur, frozen, tables, alpha, alpha_cum, beta, uniforms,
-             dense_prior=None):
+             dense_prior=None, word_proposal=None):
     """Metropolis-Hastings cycles (word proposal, then doc proposal) for tokens.
 
     Parameters
@@ -219,6 +219,10 @@ def mh_chunk(doc, word, z_old, z_cur, frozen, tables, alpha, alpha_cum, beta, un
         take it only (``False``, the CPU default), or for every token and then
         selected (``True``, the GPU default: selecting the subset would need a
         host-device synchronisation). Both give the same topics.
+    word_proposal : int tensor (V, K) or None
+        The counts the word proposal draws from: the tokens in ``frozen`` (their own
+        counts, when ``n_wk`` also holds a background of other shards' counts).
+        ``None``: ``n_wk``.
 
     Returns
     -------
@@ -239,6 +243,7 @@ def mh_chunk(doc, word, z_old, z_cur, frozen, tables, alpha, alpha_cum, beta, un
     wK = w64 * K
     flat_dk = n_dk.view(-1)
     flat_wk = n_wk.view(-1)
+    flat_q = flat_wk if word_proposal is None else word_proposal.view(-1)
     vbeta = V * beta
     nw = _take(word_length, w64).to(torch.float32)
     nd = _take(doc_length, d64).to(torch.float32)
@@ -252,26 +257,27 @@ def mh_chunk(doc, word, z_old, z_cur, frozen, tables, alpha, alpha_cum, beta, un
         ck = _take(n_k, k).to(torch.float32)
         own = (k == zo).to(torch.float32)
         target = (cd - own + _take(alpha, k)) * (cw - own + beta) / (ck - own + vbeta)
-        return target, cd, cw
+        qw = cw if word_proposal is None else _take(flat_q, wK + k).to(torch.float32)
+        return target, cd, qw
 
     # Terms of the current state are carried from step to step (after an accept
     # they are the proposal's), so each step gathers the proposal's terms only.
-    pi_s, cd_s, cw_s = terms(s)
+    pi_s, cd_s, qw_s = terms(s)
     for u_w, a_w, u_d, a_d in uniforms:
-        # Word proposal: q(k) ∝ n_wk (inclusive) + beta.
+        # Word proposal: q(k) ∝ n_wk (this corpus's, inclusive) + beta.
         x = u_w * (nw + K * beta)
         from_token = x < nw
         pos = (_take(word_start, w64) + x.to(torch.int64)).clamp_(max=n_tokens - 1)
         t_token = _take(z_by_word, pos).to(torch.int64)
         t_prior = ((x - nw) / beta).to(torch.int64).clamp_(0, K - 1)
         t = torch.where(from_token, t_token, t_prior)
-        pi_t, cd_t, cw_t = terms(t)
-        ratio = pi_t * (cw_s + beta) / (pi_s * (cw_t + beta))
+        pi_t, cd_t, qw_t = terms(t)
+        ratio = pi_t * (qw_s + beta) / (pi_s * (qw_t + beta))
         accept = a_w < ratio
         s = torch.where(accept, t, s)
         pi_s = torch.where(accept, pi_t, pi_s)
         cd_s = torch.where(accept, cd_t, cd_s)
-        cw_s = torch.where(accept, cw_t, cw_s)
+        qw_s = torch.where(accept, qw_t, qw_s)
         # Doc proposal: q(k) ∝ n_dk (inclusive) + alpha_k.
         x = u_d * (nd + alpha_sum)
         from_token = x < nd
@@ -287,13 +293,13 @@ def mh_chunk(doc, word, z_old, z_cur, frozen, tables, alpha, alpha_cum, beta, un
             if prior.numel():
                 t_prior = torch.searchsorted(alpha_cum, _take(x - nd, prior), right=True)
                 t = t.index_copy(0, prior, t_prior.clamp_(0, K - 1))
-        pi_t, cd_t, cw_t = terms(t)
+        pi_t, cd_t, qw_t = terms(t)
         ratio = pi_t * (cd_s + _take(alpha, s)) / (pi_s * (cd_t + _take(alpha, t)))
         accept = a_d < ratio
         s = torch.where(accept, t, s)
         pi_s = torch.where(accept, pi_t, pi_s)
         cd_s = torch.where(accept, cd_t, cd_s)
-        cw_s = torch.where(accept, cw_t, cw_s)
+        qw_s = torch.where(accept, qw_t, qw_s)
     return s
 
 
@@ -307,6 +313,7 @@ def mh_sweep(state, alpha, beta, seed, sweep, chunk, n_cycles=1):
     frozen = (state.z, corpus.word_start, corpus.word_length, z_by_doc, corpus.doc_start,
               corpus.doc_length)
     tables = (state.n_dk, state.n_wk, state.n_k)
+    word_proposal = None if state.background is None else state.own_word_topic()
     keys = [
         [stream_key(seed, STREAMS[name], sweep * n_cycles + c)
          for name in ("mh_word", "mh_word_accept", "mh_doc", "mh_doc_accept")]
@@ -319,7 +326,7 @@ def mh_sweep(state, alpha, beta, seed, sweep, chunk, n_cycles=1):
         z = state.z[start:stop]
         new_z[start:stop] = mh_chunk(
             corpus.doc[start:stop], corpus.word[start:stop], z, z, frozen, tables,
-            alpha, alpha_cum, beta, uniforms,
+            alpha, alpha_cum, beta, uniforms, word_proposal=word_proposal,
         )
     state.z = new_z
     state.rebuild_counts()
@@ -361,6 +368,10 @@ def sequential_sweep(state, alpha, beta, seed, sweep):
 def log_joint(state, alpha, beta, block_elements=1 << 22):
     """Joint log-likelihood ``log p(w, z | alpha, beta)`` of the state (float).
 
+    With a background of other shards' counts it is the joint of this corpus given
+    them, ``log p(w, z | w_bg, z_bg)``: the word terms of the whole collection less
+    those of the background alone (without one, the two are the same).
+
     The terms ``lgamma(n + a) - lgamma(a)`` vanish where a count is zero, so only
     the non-zero counts are evaluated: at K = 1000 nine in ten entries of the
     count tables are zero, and ``lgamma`` (about 20 ns an element on one CPU
@@ -371,7 +382,6 @@ def log_joint(state, alpha, beta, block_elements=1 << 22):
     rows = max(1, block_elements // state.n_components)
     alpha = _float_tensor(alpha, device, torch.float64)
     alpha_sum = alpha.sum()
-    V = state.corpus.n_features
     total = torch.zeros((), dtype=torch.float64, device=device)
     for start in range(0, state.n_dk.shape[0], rows):
         n = state.n_dk[start:start + rows]
@@ -380,10 +390,20 @@ def log_joint(state, alpha, beta, block_elements=1 << 22):
         total += (torch.lgamma(n[used] + a) - torch.lgamma(a)).sum()
         total -= (torch.lgamma(n.sum(1, dtype=torch.float64) + alpha_sum)
                   - torch.lgamma(alpha_sum)).sum()
-    lg_beta = math.lgamma(beta)
-    for start in range(0, V, rows):
-        n = state.n_wk[start:start + rows]
-        total += (torch.lgamma(n[n > 0].to(torch.float64) + beta) - lg_beta).sum()
-    n_k = state.n_k.to(torch.float64)
-    total += (math.lgamma(V * beta) - torch.lgamma(n_k + V * beta)).sum()
+    total += _word_terms(state.n_wk, beta, rows)
+    if state.background is not None:
+        total -= _word_terms(state.background, beta, rows)
     return float(total)
+
+
+def _word_terms(n_wk, beta, rows):
+    """``log p(w | z, beta)`` of word-topic counts: the word half of the joint."""
+    V = n_wk.shape[0]
+    lg_beta = math.lgamma(beta)
+    total = torch.zeros((), dtype=torch.float64, device=n_wk.device)
+    for start in range(0, V, rows):
+        n = n_wk[start:start + rows]
+        total += (torch.lgamma(n[n > 0].to(torch.float64) + beta) - lg_beta).sum()
+    n_k = n_wk.sum(0, dtype=torch.int64).to(torch.float64)
+    total += (math.lgamma(V * beta) - torch.lgamma(n_k + V * beta)).sum()
+    return total

@@ -118,9 +118,10 @@ class CSRBatchIterator:
     """skorch iterator yielding ``(batch, None)`` from a :class:`CSRDataset`.
 
     The corpus goes to the device once (:class:`DeviceCSR`); each epoch's batches
-    are cut there, as :class:`~._sparse.SparseRows`. The sampling order comes from
-    a private numpy generator seeded with ``seed``, advancing from epoch to epoch,
-    so the global RNGs are never touched and every device sees the same batches.
+    are cut there, as :class:`~._sparse.SparseRows`. Epoch ``e``'s order comes from
+    a private numpy generator seeded with ``(seed, e)``: the global RNGs are never
+    touched, every device sees the same batches, and a run continued from epoch
+    ``e`` (a warm fit, a ``partial_fit``) draws what one long run would have.
 
     Parameters
     ----------
@@ -135,23 +136,31 @@ class CSRBatchIterator:
         in order (evaluation).
     seed : int
     device : torch.device
+    first_epoch : int, default=0
+        The number of the first epoch this iterator serves (counted from 0 over the
+        whole training run).
     """
 
-    def __init__(self, dataset, batch_size, sampling="shuffle", seed=0, device="cpu"):
+    def __init__(self, dataset, batch_size, sampling="shuffle", seed=0, device="cpu",
+                 first_epoch=0):
         self.dataset = dataset
         self.batch_size = int(batch_size)
         self.sampling = sampling
         self.device = device
-        self._rng = np.random.default_rng(seed)
+        self.seed = int(seed)
+        self._epoch = int(first_epoch)
         self._corpus = DeviceCSR(dataset.X, device)
 
     def _index_batches(self):
         n, size = len(self.dataset), self.batch_size
+        rng = np.random.default_rng([self.seed, self._epoch])
+        if self.sampling != "sequential":
+            self._epoch += 1
         if self.sampling == "with_replacement":
             for _ in range(max(n // size, 1)):
-                yield np.sort(self._rng.integers(0, n, size=min(size, n)))
+                yield np.sort(rng.integers(0, n, size=min(size, n)))
         elif self.sampling == "shuffle":
-            order = self._rng.permutation(n)
+            order = rng.permutation(n)
             stop = n - n % size if n > size else n
             for start in range(0, stop, size):
                 yield np.sort(order[start:start + size])

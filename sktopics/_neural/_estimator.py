@@ -1,7 +1,6 @@
 """Shared plumbing of the neural topic models (AVITM, ProdLDA): the skorch net,
 batch-norm freezing, device placement, transform, score and the generative view."""
 
-import warnings
 from numbers import Integral, Real
 
 import numpy as np
@@ -13,6 +12,7 @@ from .._generative import GenerativeView, LogisticNormalPrior, laplace_logistic_
 from ..utils._sklearn_compat import Interval, StrOptions
 from ..utils._torch import FrozenModule, evaluation_mode, make_generator, rng_scope
 from ..utils._validation import check_doc_topic_prior
+from ..utils._warnings import warn
 from ._data import CSRBatchIterator, CSRDataset
 from ._modules import ACTIVATIONS, InferenceNetwork, TFBatchNorm, TopicVAE
 from ._net import EpochMonitor, TopicNet
@@ -62,6 +62,7 @@ class NeuralTopicModel(BaseTopicModel):
     }
 
     _partial_fit_options = {"epochs": 1}
+    _fit_step = "epoch"
 
     #: Named parameter sets of :meth:`from_preset` (subclasses fill it in).
     PRESETS = {}
@@ -92,7 +93,7 @@ class NeuralTopicModel(BaseTopicModel):
         return cls(**{**cls.PRESETS[name], **params})
 
     # ----------------------------------------------------------------- fitting
-    def _fit(self, X, seed, *, warm, epochs=None):
+    def _fit(self, X, seed, *, warm, epochs=None, stop=None):
         X = X.astype(np.float32)
         X = X[np.flatnonzero(np.asarray(X.sum(axis=1)).ravel() > 0)]
         if X.shape[0] < 2:
@@ -100,10 +101,18 @@ class NeuralTopicModel(BaseTopicModel):
                 f"{type(self).__name__} needs at least 2 documents with tokens to fit; "
                 f"got {X.shape[0]}."
             )
+        warm = warm and hasattr(self, "net_")
+        # A warm fit after an interrupted one finishes that run, with its seed.
+        run = getattr(self, "_interrupted_run", None) if warm and epochs is None else None
+        if run is not None:
+            seed = run["seed"]
         train, valid = self._split_validation(X, seed)
         self.doc_topic_prior_ = self._resolve_doc_topic_prior()
-        with rng_scope(seed, self.device_):
-            if not (warm and hasattr(self, "net_")):
+        # The noise (dropout, reparameterisation) continues one random stream across
+        # warm fits and partial_fit calls instead of replaying the first call's.
+        saved = getattr(self, "_rng_state", None) if warm else None
+        with rng_scope(seed, self.device_, state=saved) as rng_state:
+            if not warm:
                 self.net_ = self._build_net(X.shape[1])
                 self.net_.initialize()
             else:
@@ -111,14 +120,32 @@ class NeuralTopicModel(BaseTopicModel):
             net = self.net_
             _set_frozen_batch_norm(net.module_, False)
             self._configure_module(net.module_, n_train_documents=train.shape[0])
+            first = len(net.history)
+            if run is not None:
+                last = run["last"]
+            else:
+                last = first + (self.max_iter if epochs is None else epochs)
             # Plain attributes: skorch's set_params would re-initialise the net.
-            net.max_epochs = self.max_iter if epochs is None else epochs
-            net.iterator_train__seed = seed + len(net.history)
+            net.max_epochs = last - first
+            net.iterator_train__seed = seed
+            net.iterator_train__first_epoch = first
             net.train_split = None if valid is None else predefined_split(CSRDataset(valid))
+            monitor = dict(net.callbacks_)["monitor"]
+            monitor.prepare(stop, train, valid, None if run is None else run["monitor"])
             try:
                 net.partial_fit(CSRDataset(train))
             finally:
                 net.train_split = None  # keeps validation data out of pickles
+                monitor.prepare(None, None, None, None)
+            if net.history and "train_loss" not in net.history[-1]:
+                del net.history[-1]  # an epoch stopped half-way by a second Ctrl-C
+            self._rng_state = rng_state()
+            done = len(net.history)
+            interrupted = stop is not None and stop.requested and done < last
+            self._interrupted_run = (
+                {"seed": seed, "last": last, "monitor": monitor.progress()}
+                if interrupted else None
+            )
             self._freeze_batch_norm(train, seed)
         self.n_iter_ = len(net.history)
         self.components_ = self._topic_word()
@@ -289,12 +316,10 @@ class NeuralTopicModel(BaseTopicModel):
         top = np.argsort(-self.components_, axis=1, kind="stable")[:, :10]
         diversity = np.unique(top).size / top.size
         if diversity < 0.25:
-            warnings.warn(
+            warn(
                 f"{type(self).__name__}: the topics look collapsed (only {diversity:.0%} "
                 f"of the top-10 words are distinct across topics). {self._collapse_advice()}",
-                UserWarning,
-                stacklevel=4,
-            )
+                UserWarning)
 
     def _collapse_advice(self):
         return ("Train longer, raise learning_rate or keep batch norm and dropout on (see the "

@@ -89,11 +89,14 @@ class EpochMonitor(Callback):
     """Epoch bookkeeping without skorch's default callbacks.
 
     Records ``train_loss`` (and ``valid_loss``) per epoch as the document-weighted
-    mean of the batch losses, and ``dur`` in seconds; prints a line per epoch when
-    ``verbose``; raises ``FloatingPointError`` at the end of an epoch in which a
-    loss was not finite;
-    stops training (early stopping) when ``valid_loss`` has not improved by ``tol``
-    for ``n_iter_no_change`` epochs.
+    mean of the batch losses, ``train_tokens_per_document`` (and
+    ``valid_tokens_per_document``: the mean length of the call's training and
+    validation documents, which per-token curves divide by) and ``dur`` in
+    seconds; prints a line per epoch when ``verbose``; raises ``FloatingPointError``
+    at the end of an epoch in which a loss was not finite; stops training (early
+    stopping) when ``valid_loss`` has not improved by ``tol`` for
+    ``n_iter_no_change`` epochs of the same call, and at the end of the epoch in
+    which the user pressed Ctrl-C (see :meth:`prepare`).
     """
 
     def __init__(self, verbose=0, n_iter_no_change=None, tol=0.0, estimator_name="model"):
@@ -105,7 +108,37 @@ class EpochMonitor(Callback):
     def initialize(self):
         self.best_loss_ = math.inf
         self.epochs_without_improvement_ = 0
+        self.prepare(None, None, None, None)
         return self
+
+    def prepare(self, stop, train, valid, progress):
+        """Set up one call's training (``None`` each: nothing).
+
+        Parameters
+        ----------
+        stop : StopRequest or None
+            Ends training at the end of the epoch once ``stop.requested`` is set.
+        train, valid : sparse matrix or None
+            The call's training and validation documents (their mean lengths are
+            recorded per epoch).
+        progress : tuple or None
+            :meth:`progress` of an interrupted run this call finishes.
+        """
+        self.stop_request = stop
+        self.tokens_per_document = {
+            prefix: float(X.sum()) / max(X.shape[0], 1)
+            for prefix, X in (("train", train), ("valid", valid)) if X is not None
+        }
+        self.resumed_progress = progress
+
+    def progress(self):
+        """Where early stopping stands: ``(best_loss, epochs_without_improvement)``."""
+        return self.best_loss_, self.epochs_without_improvement_
+
+    def on_train_begin(self, net, **kwargs):
+        # Early stopping counts within one call: a warm fit after an early stop trains
+        # again. A call that finishes an interrupted run goes on counting.
+        self.best_loss_, self.epochs_without_improvement_ = self.resumed_progress or (math.inf, 0)
 
     def on_epoch_begin(self, net, **kwargs):
         self._epoch_start = time.perf_counter()
@@ -114,6 +147,8 @@ class EpochMonitor(Callback):
         row = net.history[-1]
         duration = time.perf_counter() - self._epoch_start
         net.history.record("dur", duration)
+        for prefix, length in self.tokens_per_document.items():
+            net.history.record(f"{prefix}_tokens_per_document", length)
         for prefix in ("train", "valid"):
             batches = row["batches"]
             losses = [b[f"{prefix}_loss"] for b in batches if f"{prefix}_loss" in b]
@@ -145,3 +180,5 @@ class EpochMonitor(Callback):
                     print(f"[{self.estimator_name}] early stopping: valid_loss has not "
                           f"improved for {self.n_iter_no_change} epochs", flush=True)
                 raise KeyboardInterrupt
+        if self.stop_request is not None and self.stop_request.requested:
+            raise KeyboardInterrupt  # skorch ends training; the estimator re-raises it

@@ -162,11 +162,11 @@ class ProdLDA(NeuralTopicModel):
         "diverse": {},
     }
 
-    def _fit(self, X, seed, *, warm, epochs=None):
+    def _fit(self, X, seed, *, warm, **options):
         if self.word_background and not (warm and hasattr(self, "net_")):
             frequencies = np.asarray(X.sum(axis=0), dtype=np.float64).ravel() + 1.0
             self._background = np.log(frequencies / frequencies.sum())
-        return super()._fit(X, seed, warm=warm, epochs=epochs)
+        return super()._fit(X, seed, warm=warm, **options)
 
     def _build_decoder(self, n_features):
         background = getattr(self, "_background", None) if self.word_background else None

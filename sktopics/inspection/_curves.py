@@ -2,12 +2,13 @@
 
 import numpy as np
 
-from ._common import axes_for, finished
+from ..utils._pipeline import final_estimator
+from ._common import DisplayMixin
 
 __all__ = ["TrainingCurveDisplay"]
 
 
-class TrainingCurveDisplay:
+class TrainingCurveDisplay(DisplayMixin):
     """A model's training objective per token against its iterations.
 
     LDAGibbs: the joint log-likelihood ``log p(w, z)`` per token at every evaluated
@@ -53,21 +54,21 @@ class TrainingCurveDisplay:
         -------
         display : TrainingCurveDisplay
         """
-        model = estimator[-1] if hasattr(estimator, "steps") else estimator
+        model = final_estimator(estimator)
         curves = {}
         if hasattr(model, "log_likelihood_trace_"):
+            # A streamed model's entries cover the shard of their own call.
+            tokens = getattr(model, "log_likelihood_n_tokens_", model.n_train_tokens_)
             curves["training: log p(w, z) per token"] = (
-                model.log_likelihood_sweeps_, model.log_likelihood_trace_ / model.n_train_tokens_)
+                model.log_likelihood_sweeps_, model.log_likelihood_trace_ / tokens)
             xlabel, ylabel = "sweep", "nats per token"
         elif hasattr(model, "history_"):
             history = model.history_
-            length = model.n_train_tokens_ / max(model.n_train_documents_, 1)
             epochs = np.asarray(history[:, "epoch"])
-            curves["training: ELBO per token"] = (epochs,
-                                                  -np.asarray(history[:, "train_loss"]) / length)
-            if "valid_loss" in history[-1]:
-                curves["validation: ELBO per token"] = (
-                    epochs, -np.asarray(history[:, "valid_loss"]) / length)
+            curves["training: ELBO per token"] = (epochs, _elbo_per_token(model, "train"))
+            validation = _elbo_per_token(model, "valid")
+            if not np.isnan(validation).all():
+                curves["validation: ELBO per token"] = (epochs, validation)
             xlabel, ylabel = "epoch", "nats per token"
         else:
             raise ValueError(f"{type(model).__name__} records no training curve.")
@@ -98,7 +99,7 @@ class TrainingCurveDisplay:
         display : TrainingCurveDisplay
             ``self``, with ``figure_`` and ``ax_`` set.
         """
-        ax = axes_for("TrainingCurveDisplay", ax, (6, 4))
+        ax = self._axes(ax, (6, 4))
         for label, (x, y) in self.curves.items():
             ax.plot(x, y, marker=".", label=label)
         if self.held_out is not None:
@@ -108,4 +109,17 @@ class TrainingCurveDisplay:
         ax.set_xlabel(self.xlabel)
         ax.set_ylabel(self.ylabel)
         ax.legend(fontsize=8)
-        return finished(self, ax)
+        return self._drawn(ax)
+
+
+def _elbo_per_token(model, prefix):
+    """Each epoch's ELBO per token: minus its per-document loss over the mean length of
+    the documents it was measured on (recorded per epoch; streamed calls differ). NaN
+    where an epoch has no such loss."""
+    fallback = model.n_train_tokens_ / max(model.n_train_documents_, 1)
+    values = []
+    for row in model.history_:
+        loss = row.get(f"{prefix}_loss")
+        length = row.get(f"{prefix}_tokens_per_document", fallback)
+        values.append(np.nan if loss is None else -loss / length)
+    return np.asarray(values, dtype=np.float64)

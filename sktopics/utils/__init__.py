@@ -3,10 +3,12 @@
 Public: the warnings the estimators give. :class:`DeviceWarning`: a fitted model is
 moved to another device than the one it recorded (see the user guide, "GPUs").
 :class:`EmptyDocumentWarning`: ``transform`` met documents without a token in the
-vocabulary.
+vocabulary. :class:`InconsistentVersionWarning`: an estimator is unpickled by another
+version of sktopics than the one that pickled it.
 """
 
+from ._pickle import InconsistentVersionWarning
 from ._torch import DeviceWarning
 from ._validation import EmptyDocumentWarning
 
-__all__ = ["DeviceWarning", "EmptyDocumentWarning"]
+__all__ = ["DeviceWarning", "EmptyDocumentWarning", "InconsistentVersionWarning"]

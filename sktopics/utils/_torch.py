@@ -20,12 +20,13 @@ import copy
 import functools
 import os
 import threading
-import warnings
 
 import numpy as np
 import scipy.sparse as sp
 import torch
 from sklearn.utils import check_random_state
+
+from ._warnings import warn
 
 __all__ = [
     "resolve_n_jobs",
@@ -121,13 +122,11 @@ def available_device(device, owner="The model"):
         target = _current_cuda()
     else:
         target = torch.device("cpu")
-    warnings.warn(
+    warn(
         f"{owner} was fitted on {device}, which this machine does not have; it now "
         f"runs on {target}. Set device= and refit, or call partial_fit, to train it "
         "further there.",
-        DeviceWarning,
-        stacklevel=3,
-    )
+        DeviceWarning)
     return target
 
 
@@ -202,22 +201,37 @@ def resolve_n_jobs(n_jobs):
     return int(n_jobs) if n_jobs > 0 else max(1, cores + 1 + int(n_jobs))
 
 
+#: The open thread scopes of the process: torch's setting is process-wide.
+_scopes_lock = threading.Lock()
+_open_scopes = []  # the thread count each open scope wants, in the order they opened
+_setting_outside = []  # torch's setting before the first of them opened
+
+
 @contextlib.contextmanager
 def thread_scope(n_jobs):
     """Run the block with :func:`resolve_n_jobs` torch threads, then restore the caller's.
 
-    torch's setting is process-wide: it changes only for the duration of the block,
-    and only when it has to.
+    torch's setting is process-wide, so overlapping scopes (nested calls, or calls
+    from several threads: joblib's threading backend, Dask) share it: while several
+    are open, torch uses the thread count of the one opened last that is still
+    open, and when the last one closes the setting is what it was before the first
+    one opened. A block's results do not depend on its thread count.
     """
-    wanted, before = resolve_n_jobs(n_jobs), torch.get_num_threads()
-    if wanted == before:
-        yield wanted
-        return
-    torch.set_num_threads(wanted)
+    with _scopes_lock:
+        wanted = resolve_n_jobs(n_jobs)
+        if not _open_scopes:
+            _setting_outside[:] = [torch.get_num_threads()]
+        _open_scopes.append(wanted)
+        if torch.get_num_threads() != wanted:
+            torch.set_num_threads(wanted)
     try:
         yield wanted
     finally:
-        torch.set_num_threads(before)
+        with _scopes_lock:
+            _open_scopes.remove(wanted)
+            restore = _open_scopes[-1] if _open_scopes else _setting_outside[0]
+            if torch.get_num_threads() != restore:
+                torch.set_num_threads(restore)
 
 
 def threads_from_n_jobs(function):
@@ -239,7 +253,7 @@ def make_generator(seed, device="cpu"):
 
 
 @contextlib.contextmanager
-def rng_scope(seed, device="cpu"):
+def rng_scope(seed, device="cpu", state=None):
     """Seed the CPU generator and ``device``'s generator inside the block, restore both after.
 
     Used around code that cannot take an explicit generator (module
@@ -247,17 +261,41 @@ def rng_scope(seed, device="cpu"):
     ``device`` are seeded (``torch.manual_seed`` would seed every GPU and leave the
     others changed); both are restored on exit, so the caller's global RNG state
     is left exactly as it was.
+
+    Parameters
+    ----------
+    seed : int
+    device : torch.device or str
+    state : tuple or None
+        A state the block's yielded function returned earlier: the generators
+        continue from it instead of being seeded (when it was taken on a device of
+        the same type; otherwise they are seeded).
+
+    Yields
+    ------
+    get_state : callable
+        Returns the generators' current state, to continue from later.
     """
     device = torch.device(device)
     cuda = []
     if device.type == "cuda":
         cuda = [device.index if device.index is not None else torch.cuda.current_device()]
     with torch.random.fork_rng(devices=cuda, device_type="cuda"):
-        torch.random.default_generator.manual_seed(int(seed))
-        for index in cuda:
-            with torch.cuda.device(index):
-                torch.cuda.manual_seed(int(seed))
-        yield
+        if state is not None and (state[1] is not None) == bool(cuda):
+            torch.random.default_generator.set_state(state[0])
+            for index in cuda:
+                torch.cuda.set_rng_state(state[1], index)
+        else:
+            torch.random.default_generator.manual_seed(int(seed))
+            for index in cuda:
+                with torch.cuda.device(index):
+                    torch.cuda.manual_seed(int(seed))
+
+        def get_state():
+            return (torch.random.default_generator.get_state(),
+                    torch.cuda.get_rng_state(cuda[0]) if cuda else None)
+
+        yield get_state
 
 
 @contextlib.contextmanager
