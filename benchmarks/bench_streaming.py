@@ -1,11 +1,24 @@
-"""Peak memory of streaming training and evaluation against corpus size.
+"""Peak memory of streaming training and of evaluation, against corpus size.
 
-A synthetic LDA corpus (K = 20 topics, 2,000 words, 50 tokens per document) is
-generated chunk by chunk (50,000 documents each, a fresh seed per chunk) and never
-held whole: ProdLDA (K = 20) trains by ``partial_fit`` on each chunk (one epoch),
-then ``transform`` runs chunk by chunk, then ``score`` runs on a fixed 5,000-document
-held-out chunk. Each corpus size runs in a fresh process; its peak resident memory
-(``ru_maxrss``) is read after each phase. Writes ``benchmarks/results/streaming.{json,md}``.
+Two sections, each case in a fresh process, peak resident memory sampled by
+``_common.PeakRSS`` (every 5 ms) above the resident memory on entry:
+
+``stream``
+    A synthetic LDA corpus (K = 20 topics, 2,000 words, 50 tokens per document) is
+    generated chunk by chunk (50,000 documents each, a fresh seed per chunk) and never
+    held whole; ProdLDA (K = 20) trains by ``partial_fit`` on each chunk (one epoch).
+    The goal: the peak stays flat, within 10 % from 4 to 40 chunks. Run twice: with
+    glibc's default allocator, whose mmap threshold grows with the largest block
+    freed (large temporaries then come from the heap, which fragments), and with
+    ``MALLOC_MMAP_THRESHOLD_=131072``, which keeps it fixed.
+``evaluation``
+    ``transform`` and ``score`` of 100,000 such documents (80 tokens each) by
+    LDAGibbs and ProdLDA (K = 20) fitted on 5,000 of them. The goal: the rise of the
+    peak is at most 1.5 times the CSR matrix plus the output.
+
+Writes ``benchmarks/results/streaming.{json,md}``::
+
+    python benchmarks/bench_streaming.py [--chunks 4,40] [--sections stream,evaluation]
 """
 
 import argparse
@@ -15,62 +28,104 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import machine, write_results
+from _common import machine, markdown_table, write_results  # noqa: E402
 
 CHILD = r'''
-import json, resource, sys, time
-from sktopics import ProdLDA
+import gc, json, sys, time
+sys.path.insert(0, sys.argv[1])
+import torch
+from _common import PeakRSS
+from sktopics import LDAGibbs, ProdLDA
 from sktopics.datasets import make_lda_corpus
-n_docs, chunk = int(sys.argv[1]), 50_000
-def peak_mb():
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-def chunks():
-    for i in range(n_docs // chunk):
-        yield make_lda_corpus(n_samples=chunk, n_features=2000, n_components=20, doc_length=50,
-                              random_state=1000 + i)[0]
-out = {"n_docs": n_docs}
-model = ProdLDA(20, batch_size=500, device="cpu", random_state=0)
-out["start_mb"] = peak_mb()
-t = time.perf_counter()
-for X in chunks():
-    model.partial_fit(X)
-out["fit_s"], out["fit_peak_mb"] = time.perf_counter() - t, peak_mb()
-t = time.perf_counter()
-for X in chunks():
-    model.transform(X)
-out["transform_s"], out["transform_peak_mb"] = time.perf_counter() - t, peak_mb()
-held_out = make_lda_corpus(n_samples=5000, n_features=2000, n_components=20, doc_length=50,
-                           random_state=1)[0]
-t = time.perf_counter()
-out["score"] = model.score(held_out)
-out["score_s"], out["score_peak_mb"] = time.perf_counter() - t, peak_mb()
+torch.set_num_threads(1)
+section, args = sys.argv[2], sys.argv[3:]
+out = {"section": section}
+if section == "stream":
+    n_chunks = int(args[0])
+    def chunks():
+        for i in range(n_chunks):
+            yield make_lda_corpus(n_samples=50_000, n_features=2000, n_components=20,
+                                  doc_length=50, random_state=1000 + i)[0]
+    model = ProdLDA(20, batch_size=500, device="cpu", random_state=0)
+    gc.collect()
+    with PeakRSS(interval=0.005) as rss:
+        tic = time.perf_counter()
+        for X in chunks():
+            model.partial_fit(X)
+        out["seconds"] = time.perf_counter() - tic
+    out.update(n_chunks=n_chunks, n_docs=50_000 * n_chunks, peak_rise_mb=rss.rise_mb)
+else:
+    name, what = args
+    X = make_lda_corpus(n_samples=100_000, n_features=2000, n_components=20, doc_length=80,
+                        random_state=1)[0]
+    if name == "LDAGibbs":
+        model = LDAGibbs(20, max_iter=20, device="cpu", random_state=0).fit(X[:5000])
+    else:
+        model = ProdLDA(20, max_iter=2, batch_size=200, device="cpu", random_state=0).fit(X[:5000])
+    gc.collect()
+    with PeakRSS(interval=0.005) as rss:
+        tic = time.perf_counter()
+        result = getattr(model, what)(X)
+        out["seconds"] = time.perf_counter() - tic
+    csr_mb = (X.data.nbytes + X.indices.nbytes + X.indptr.nbytes) / 2**20
+    output_mb = getattr(result, "nbytes", 0) / 2**20
+    out.update(model=name, call=what, n_docs=X.shape[0], csr_mb=csr_mb, output_mb=output_mb,
+               peak_rise_mb=rss.rise_mb, ratio=rss.rise_mb / (csr_mb + output_mb))
 print("RESULT " + json.dumps(out))
 '''
 
 
+#: The stream runs under glibc's default allocator and with a fixed mmap threshold.
+ALLOCATORS = {"glibc default": {}, "MALLOC_MMAP_THRESHOLD_=131072":
+              {"MALLOC_MMAP_THRESHOLD_": "131072"}}
+
+
+def _run(*args, env=None):
+    here = os.path.dirname(os.path.abspath(__file__))
+    done = subprocess.run([sys.executable, "-c", CHILD, here, *map(str, args)],
+                          capture_output=True, text=True, check=True,
+                          env={**os.environ, **(env or {})})
+    row = json.loads(done.stdout.split("RESULT ", 1)[1])
+    print(row, flush=True)
+    return row
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--sizes", default="1000000,2000000,5000000")
+    p.add_argument("--chunks", default="4,40", help="numbers of 50,000-document chunks")
+    p.add_argument("--sections", default="stream,evaluation")
     args = p.parse_args()
-    rows = []
-    for n in (int(s) for s in args.sizes.split(",")):
-        out = subprocess.run([sys.executable, "-c", CHILD, str(n)], capture_output=True,
-                             text=True, check=True).stdout
-        rows.append(json.loads(out.split("RESULT ", 1)[1]))
-        print(rows[-1], flush=True)
-    lines = ["# Streaming ProdLDA: peak memory against corpus size", "",
-             (f"Machine: {machine()['cpu']}, one torch thread. Synthetic LDA corpus (K = 20, "
-              "2,000 words, 50 tokens per document) generated in chunks of 50,000 documents, "
-              "never whole; ProdLDA(20) partial_fit per chunk (one epoch), transform per "
-              "chunk, score of a 5,000-document held-out chunk. Peak resident memory of the "
-              "process after each phase."), "",
-             "| documents | fit s | peak MB after fit | transform s | peak MB after transform "
-             "| peak MB after score |", "|---|---|---|---|---|---|"]
-    for r in rows:
-        lines.append(f"| {r['n_docs']:,} | {r['fit_s']:.0f} | {r['fit_peak_mb']:.0f} | "
-                     f"{r['transform_s']:.0f} | {r['transform_peak_mb']:.0f} | "
-                     f"{r['score_peak_mb']:.0f} |")
-    write_results("streaming", {"machine": machine(), "rows": rows}, "\n".join(lines) + "\n")
+    sections = args.sections.split(",")
+    payload = {"machine": machine(), "stream": [], "evaluation": []}
+    lines = ["# Peak memory of streaming training and of evaluation", "",
+             f"Machine: {payload['machine']['cpu']}, one torch thread; each case in a fresh "
+             "process; the rise of the peak resident memory above the start, sampled every "
+             "5 ms. Synthetic LDA corpora (K = 20, 2,000 words).", ""]
+    if "stream" in sections:
+        lines += ["## ProdLDA partial_fit, one epoch per 50,000-document chunk (50 tokens each)",
+                  ""]
+        rows, growth = [], {}
+        for allocator, env in ALLOCATORS.items():
+            runs = [{"allocator": allocator, **_run("stream", n, env=env)}
+                    for n in map(int, args.chunks.split(","))]
+            growth[allocator] = runs[-1]["peak_rise_mb"] / runs[0]["peak_rise_mb"] - 1
+            rows += runs
+        payload["stream"], payload["stream_growth"] = rows, growth
+        lines += [markdown_table(rows, ["allocator", "n_chunks", "n_docs", "seconds",
+                                        "peak_rise_mb"]),
+                  f"Growth of the peak from {rows[0]['n_chunks']} to {rows[-1]['n_chunks']} "
+                  "chunks (goal: within 10 %): "
+                  + ", ".join(f"{a} {100 * g:+.1f} %" for a, g in growth.items()) + ".", ""]
+    if "evaluation" in sections:
+        rows = [_run("evaluation", name, call) for name in ("LDAGibbs", "ProdLDA")
+                for call in ("transform", "score")]
+        payload["evaluation"] = rows
+        lines += ["## transform and score of 100,000 documents (80 tokens each)", "",
+                  "`ratio`: the rise of the peak over the CSR matrix plus the output "
+                  "(goal: at most 1.5).", "",
+                  markdown_table(rows, ["model", "call", "seconds", "csr_mb", "output_mb",
+                                        "peak_rise_mb", "ratio"])]
+    write_results("streaming", payload, "\n".join(lines) + "\n")
 
 
 if __name__ == "__main__":

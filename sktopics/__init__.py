@@ -4,7 +4,8 @@ Estimators: :class:`LDAGibbs` (collapsed Gibbs), :class:`AVITM`, :class:`ProdLDA
 (autoencoding variational inference), :class:`PAMVI` and :class:`MoLDA` (amortised
 inference for Pachinko allocation), with :func:`top_words`. Submodules
 :mod:`sktopics.metrics`, :mod:`sktopics.datasets`, :mod:`sktopics.model_selection`,
-:mod:`sktopics.inspection` and :mod:`sktopics.pam` load on first use.
+:mod:`sktopics.inspection`, :mod:`sktopics.distributed` and :mod:`sktopics.pam` load on
+first use.
 """
 
 import importlib
@@ -17,7 +18,8 @@ from ._neural._prodlda import ProdLDA
 from ._topwords import top_words
 from ._version import __version__
 
-_SUBMODULES = ("datasets", "inspection", "metrics", "model_selection", "pam", "utils")
+_SUBMODULES = ("datasets", "distributed", "inspection", "metrics", "model_selection", "pam",
+               "utils")
 
 __all__ = [
     "AVITM", "LDAGibbs", "MoLDA", "PAMVI", "ProdLDA", "top_words", "__version__", *_SUBMODULES

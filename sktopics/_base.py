@@ -9,6 +9,7 @@ from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, Transfo
 
 from ._evaluation._default_score import default_score
 from ._version import __version__
+from .utils._distributed import current_collective
 from .utils._interrupt import deferred_interrupt
 from .utils._pickle import VERSION_KEY, check_pickle_version
 from .utils._sklearn_compat import (
@@ -58,6 +59,9 @@ class BaseTopicModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEsti
 
     #: Extra keyword arguments ``partial_fit`` passes to ``_fit`` (e.g. one epoch).
     _partial_fit_options = {}
+
+    #: Whether ``fit`` runs data-parallel inside ``sktopics.distributed.data_parallel``.
+    _data_parallel = False
 
     #: What a fit finishes before it stops on Ctrl-C (``_fit`` checks ``stop.requested``
     #: after each one).
@@ -119,22 +123,24 @@ class BaseTopicModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEsti
         """
         before = dict(self.__dict__)
         name = type(self).__name__
+        collective = current_collective()
         try:
-            X = check_count_matrix(
-                self, X, reset=not warm, integer_counts=self._integer_counts, min_samples=2
-            )
+            X = self._checked_training_counts(X, warm, collective)
             if not online:
                 self._warn_more_topics_than_words(X)
             if not (online and warm):
                 self.device_ = resolve_device(self.device)
             options = self._partial_fit_options if online else {}
+            seed = draw_seed(self.random_state)
+            if collective is not None:
+                seed = collective.broadcast(seed)  # every rank draws the same numbers
             with thread_scope(self.n_jobs), deferred_interrupt(name, self._fit_step) as stop:
-                self._fit(X, draw_seed(self.random_state), warm=warm, stop=stop, **options)
+                self._fit(X, seed, warm=warm, stop=stop, **options)
         except BaseException:
             self.__dict__.clear()
             self.__dict__.update(before)
             raise
-        self._record_training_size(X)
+        self._record_training_size(X, collective)
         if stop.requested:
             raise KeyboardInterrupt(
                 f"{name} stopped after {self.n_iter_} {self._fit_step}s: the estimator "
@@ -205,10 +211,42 @@ class BaseTopicModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEsti
         """
         return float(np.exp(-self.score(X)))
 
-    def _record_training_size(self, X):
-        """``n_train_tokens_`` / ``n_train_documents_``: per-token training curves need them."""
-        self.n_train_tokens_ = float(X.sum())
-        self.n_train_documents_ = int(X.shape[0])
+    def _checked_training_counts(self, X, warm, collective):
+        """Validated training counts. Data-parallel, the ranks agree first: a problem on
+        any of them (bad counts, no documents, another vocabulary) is raised on all, so
+        that none waits for the others in a collective they will never reach."""
+        if collective is None:
+            return check_count_matrix(
+                self, X, reset=not warm, integer_counts=self._integer_counts, min_samples=2
+            )
+        if not self._data_parallel:
+            raise ValueError(f"{type(self).__name__} does not train data-parallel: fit it "
+                             "outside sktopics.distributed.data_parallel().")
+        try:
+            X = check_count_matrix(
+                self, X, reset=not warm, integer_counts=self._integer_counts, min_samples=2
+            )
+            problem = None
+        except ValueError as exc:
+            problem = str(exc)
+        collective.agree(problem)
+        names = getattr(self, "feature_names_in_", None)
+        collective.same_everywhere(
+            "The vocabulary (number of features and their names; fit one vectorizer for "
+            "every rank, or use a HashingVectorizer)",
+            (X.shape[1], None if names is None else list(names)))
+        return X
+
+    def _record_training_size(self, X, collective=None):
+        """``n_train_tokens_`` / ``n_train_documents_``: per-token training curves need them.
+
+        Data-parallel, they count the whole corpus (every rank's documents).
+        """
+        tokens, documents = float(X.sum()), int(X.shape[0])
+        if collective is not None:
+            tokens, documents = collective.sum(tokens), collective.sum(documents)
+        self.n_train_tokens_ = tokens
+        self.n_train_documents_ = documents
 
     def _warn_more_topics_than_words(self, X):
         n_topics = getattr(self, "n_components", None)

@@ -8,6 +8,7 @@ workers: the same ``cv_results_`` as ``n_jobs=1`` for a fixed ``random_state``.
 import joblib
 import numpy as np
 import pytest
+import torch
 from sklearn.feature_extraction.text import CountVectorizer
 from sklearn.model_selection import GridSearchCV
 from sklearn.pipeline import make_pipeline
@@ -21,10 +22,31 @@ distributed = pytest.importorskip("distributed")
 
 @pytest.fixture(scope="module")
 def client():
+    # Two torch threads by default in each worker (Dask's nanny would set one), so that
+    # the threads a task uses show what sktopics chose.
     cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                       dashboard_address=None)
+                                       dashboard_address=None, env=dict.fromkeys(
+                                           ("OMP_NUM_THREADS", "MKL_NUM_THREADS"), "2"))
     with cluster, distributed.Client(cluster) as client:
+        assert set(client.run(torch.get_num_threads).values()) == {2}
         yield client
+
+
+def _threads_during_fit(estimator, X, y=None):
+    """A scorer reporting the torch threads the pipeline's model used while it fitted."""
+    return float(estimator[-1].threads_during_fit_)
+
+
+def _recording(estimator):
+    """``estimator`` as an instance of a subclass recording its threads during fit."""
+
+    class Recording(type(estimator)):
+        def _fit(self, *args, **kwargs):
+            self.threads_during_fit_ = torch.get_num_threads()
+            return super()._fit(*args, **kwargs)
+
+    Recording.__name__ = type(estimator).__name__
+    return Recording(**estimator.get_params())
 
 
 @pytest.mark.parametrize("estimator", [
@@ -33,11 +55,12 @@ def client():
 ], ids=["LDAGibbs", "ProdLDA"])
 def test_grid_search_on_a_local_dask_cluster_matches_one_process(client, estimator):
     texts = load_bbc_news(subset="train").texts[:200]
-    pipe = make_pipeline(CountVectorizer(token_pattern=r"\S+", min_df=2), estimator)
     name = type(estimator).__name__.lower()
+    pipe = make_pipeline(CountVectorizer(token_pattern=r"\S+", min_df=2), _recording(estimator))
     kw = dict(param_grid={f"{name}__n_components": [2, 4]}, cv=2, refit="ais",
               scoring={"ais": make_ais_scorer(n_temperatures=10, n_chains=2),
-                       "npmi": make_coherence_scorer(top_n=5)})
+                       "npmi": make_coherence_scorer(top_n=5),
+                       "threads": _threads_during_fit})
     serial = GridSearchCV(pipe, n_jobs=1, **kw).fit(texts)
     with joblib.parallel_config(backend="dask"):
         remote = GridSearchCV(pipe, n_jobs=-1, **kw).fit(texts)
@@ -45,6 +68,8 @@ def test_grid_search_on_a_local_dask_cluster_matches_one_process(client, estimat
         np.testing.assert_allclose(remote.cv_results_[key], serial.cv_results_[key],
                                    rtol=0, atol=1e-9)
     assert remote.best_params_ == serial.best_params_
-    # each task ran on one torch thread: workers x threads does not oversubscribe
-    assert client.run(lambda: __import__("torch").get_num_threads()) == {
-        w: 1 for w in client.scheduler_info()["workers"]}
+    # Each task ran on one torch thread (workers x threads does not oversubscribe), and
+    # the workers' own setting is as it was.
+    for split in (0, 1):
+        np.testing.assert_array_equal(remote.cv_results_[f"split{split}_test_threads"], 1.0)
+    assert set(client.run(torch.get_num_threads).values()) == {2}

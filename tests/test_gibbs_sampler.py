@@ -186,7 +186,6 @@ def _jacobi_stationary():
     return pi / pi.sum()
 
 
-@pytest.mark.slow
 def test_parallel_sweep_stationary_distribution():
     """The parallel sweep converges to its own (AD-LDA) stationary law.
 

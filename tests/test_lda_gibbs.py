@@ -1,5 +1,7 @@
 """Tests of the LDAGibbs estimator: recovery, priors, determinism, API, bad input."""
 
+import importlib.util
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -10,7 +12,6 @@ from sklearn.exceptions import DataConversionWarning
 from sklearn.utils._param_validation import InvalidParameterError
 
 from sktopics import LDAGibbs
-from sktopics._gibbs._fused import fused_dense_available
 from sktopics.datasets import make_lda_corpus
 
 from ._instances import TEST_DEVICE
@@ -171,8 +172,38 @@ def test_auto_algorithm():
     assert LDAGibbs(n_components=3, max_iter=2, **FAST).fit(X).algorithm_ == "parallel"
     wide = LDAGibbs(n_components=600, max_iter=2, **FAST).fit(X)
     # The fused kernel (a GPU with Triton) keeps the parallel sweep at this K.
-    fused = fused_dense_available(wide.device_, 600)
+    fused = wide.device_.type == "cuda" and importlib.util.find_spec("triton") is not None
     assert wide.algorithm_ == ("parallel" if fused else "mh")
+
+
+def test_auto_switches_to_mh_when_the_fused_kernel_fails(monkeypatch):
+    """At a K where "auto" takes the parallel sweep only for the fused kernel, a kernel
+    that fails during the fit (a launch error: the sweep then ran eagerly) hands the
+    remaining sweeps to Metropolis-Hastings."""
+    from sktopics._gibbs import _lda_gibbs
+
+    X, _, _ = make_lda_corpus(n_samples=20, n_features=30, n_components=3, random_state=0)
+    failed, used = [], []
+    monkeypatch.setattr(_lda_gibbs, "fused_dense_available", lambda device, k: not failed)
+    real_parallel, real_mh = _lda_gibbs.parallel_sweep, _lda_gibbs.mh_sweep
+
+    def parallel(*args):
+        used.append("parallel")
+        failed.append(True)
+        return real_parallel(*args)
+
+    def mh(*args):
+        used.append("mh")
+        return real_mh(*args)
+
+    monkeypatch.setattr(_lda_gibbs, "parallel_sweep", parallel)
+    monkeypatch.setattr(_lda_gibbs, "mh_sweep", mh)
+    model = LDAGibbs(n_components=600, max_iter=4, device="cpu", random_state=0).fit(X)
+    assert used == ["parallel", "mh", "mh", "mh"] and model.algorithm_ == "mh"
+    used.clear()
+    failed.clear()
+    LDAGibbs(n_components=600, max_iter=2, algorithm="parallel", device="cpu").fit(X)
+    assert used == ["parallel", "parallel"]  # asked for by name: kept
 
 
 def test_default_priors():

@@ -337,3 +337,27 @@ def test_training_curve_of_a_streamed_model_is_per_token_entry_by_entry():
     (_, y), = TrainingCurveDisplay.from_estimator(neural).curves.values()
     lengths = [X[30:].sum() / 60, long_docs.sum() / 30]
     np.testing.assert_allclose(y, -np.asarray(neural.history_[:, "train_loss"]) / lengths)
+
+
+class _FailAt(Callback):
+    """Raise an error during the first batch of epoch ``epoch`` (counted from 1)."""
+
+    def __init__(self, epoch=None):
+        self.epoch = epoch
+
+    def on_batch_begin(self, net, **kwargs):
+        if len(net.history) == self.epoch:
+            raise RuntimeError("a failure half-way through a warm fit")
+
+
+def test_a_warm_fit_that_fails_leaves_the_model_as_it_was():
+    X, _, _ = make_lda_corpus(n_samples=80, n_features=30, n_components=3, random_state=6)
+    model = ProdLDA(3, max_iter=2, batch_size=20, hidden_sizes=(8,), warm_start=True,
+                    callbacks=[("fail", _FailAt())], **FAST).fit(X)
+    components, theta = model.components_.copy(), model.transform(X)
+    dict(model.net_.callbacks_)["fail"].epoch = 3
+    with pytest.raises(RuntimeError, match="half-way"):
+        model.fit(X)  # epoch 3 is the first of this call
+    assert model.n_iter_ == 2 and len(model.history_) == 2
+    np.testing.assert_array_equal(model.components_, components)
+    np.testing.assert_array_equal(model.transform(X), theta)

@@ -8,15 +8,20 @@ import torch
 from .._random import counter_log_dirichlet, normal, row_keys
 from ..utils._torch import device_budget
 from ._hmc import gaussian_log_density, gaussian_prior, to_theta
-from ._tokens import MAX_ELEMENTS, logmeanexp_stats
+from ._tokens import logmeanexp_stats
 
 __all__ = ["importance_sampling"]
+
+#: (documents x samples) x words per batch on the CPU (GPU: ``device_budget``). A batch
+#: holds a dozen float64 tables of this size (the counts repeated per sample, logits,
+#: their log-softmax, products): 4 MB each, which also keeps them in cache.
+_BATCH_ELEMENTS = 1 << 19
 
 
 def importance_sampling(view, X, n_samples, root, device):
     """Per-document log p(w) estimates, in batches of documents."""
     n_docs, n_words = X.shape
-    size = max(1, device_budget(device, MAX_ELEMENTS) // max(n_samples * n_words, 1))
+    size = max(1, device_budget(device, _BATCH_ELEMENTS) // max(n_samples * n_words, 1))
     out = np.zeros(n_docs)
     for start in range(0, n_docs, size):
         rows = np.arange(start, min(start + size, n_docs))

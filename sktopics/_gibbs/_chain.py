@@ -15,7 +15,6 @@ import numpy as np
 import torch
 
 from .._random import counter_uniform, stream_key
-from ._infer import CellCorpus, infer_doc_topic
 from ._state import GibbsState, default_chunk
 from ._sweeps import STREAMS
 
@@ -90,17 +89,17 @@ class ChainMemory:
             corpus.device)
 
 
-def draw_given_topics(X, corpus, components, alpha, seed):
+def draw_given_topics(corpus, components, alpha, seed):
     """Topics of the tokens of a new corpus given fitted topics.
 
-    Two iterations of blocked Gibbs on ``(theta, z)`` with the topics held fixed
-    (:func:`~._infer.infer_doc_topic`) give each document's proportions; every token
-    then draws its topic from ``theta_d * phi_w``.
+    Two rounds with the topics held fixed: every token draws its topic from
+    ``alpha_k phi_kw``, then again from ``(n_dk + alpha_k) phi_kw`` given the first
+    round's topics of the other tokens of its document. Every draw is a
+    counter-based uniform of the token's number in the whole corpus, so a
+    data-parallel corpus starts where one process would.
 
     Parameters
     ----------
-    X : sparse matrix of shape (n_docs, n_features)
-        The counts behind ``corpus``.
     corpus : GibbsCorpus
     components : ndarray of shape (n_components, n_features)
     alpha : array-like of shape (n_components,)
@@ -113,22 +112,30 @@ def draw_given_topics(X, corpus, components, alpha, seed):
     device = corpus.device
     word_topic = torch.as_tensor(np.asarray(components).T, dtype=torch.float32,
                                  device=device).contiguous()
+    alpha = torch.as_tensor(np.asarray(alpha), dtype=torch.float32, device=device)
     K = word_topic.shape[1]
-    generator = torch.Generator(device=device)
-    generator.manual_seed(int(seed))
-    theta = infer_doc_topic(CellCorpus(X, device), word_topic,
-                            torch.as_tensor(alpha, dtype=torch.float64), 2, 1, generator)
-    theta = theta.to(torch.float32)
     z = torch.empty(corpus.n_tokens, dtype=torch.int32, device=device)
-    step = default_chunk(K, device=device)
-    key = stream_key(seed, STREAMS["given_topics"], 0)
-    for start in range(0, corpus.n_tokens, step):
-        stop = min(start + step, corpus.n_tokens)
-        p = theta.index_select(0, corpus.doc[start:stop].to(torch.int64))
-        p.mul_(word_topic.index_select(0, corpus.word[start:stop].to(torch.int64)))
-        cum = torch.cumsum(p, 1, out=p)
-        index = torch.arange(start, stop, device=device, dtype=torch.int64)
-        target = (counter_uniform(key, index) * cum[:, -1])[:, None]
-        k = torch.searchsorted(cum, target, right=True).squeeze_(1)
-        z[start:stop] = k.clamp_max_(K - 1)
+    n_dk = None
+    for round_ in range(2):
+        key = stream_key(seed, STREAMS["given_topics"], round_)
+        new = torch.empty_like(z)
+        for start in range(0, corpus.n_tokens, default_chunk(K, device=device)):
+            stop = min(start + default_chunk(K, device=device), corpus.n_tokens)
+            word = corpus.word[start:stop].to(torch.int64)
+            p = word_topic.index_select(0, word)
+            if n_dk is None:
+                p.mul_(alpha)
+            else:
+                doc = corpus.doc[start:stop].to(torch.int64)
+                theta = n_dk.index_select(0, doc).to(torch.float32).add_(alpha)
+                own = z[start:stop].to(torch.int64)[:, None]
+                theta.scatter_add_(1, own, torch.full_like(own, -1, dtype=torch.float32))
+                p.mul_(theta)
+            cum = torch.cumsum(p, 1, out=p)
+            target = counter_uniform(key, corpus.token_index(start, stop)) * cum[:, -1]
+            new[start:stop] = (cum <= target[:, None]).sum(1).clamp_max_(K - 1)
+        z = new
+        n_dk = torch.zeros((corpus.n_docs, K), dtype=torch.int32, device=device)
+        n_dk.view(-1).index_add_(0, corpus.doc.to(torch.int64) * K + z.to(torch.int64),
+                                 torch.ones_like(z))
     return z

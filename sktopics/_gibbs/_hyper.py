@@ -68,7 +68,7 @@ def fixed_point_topic_sums(topic, values, n_topics):
     return total.to(torch.float64) / scale
 
 
-def optimize_alpha(n_dk, alpha, n_iter=50, tol=1e-6):
+def optimize_alpha(n_dk, alpha, n_iter=50, tol=1e-6, collective=None):
     """Asymmetric ``alpha`` maximising the evidence of the counts ``n_dk``.
 
     Parameters
@@ -79,6 +79,10 @@ def optimize_alpha(n_dk, alpha, n_iter=50, tol=1e-6):
     n_iter : int
     tol : float
         Stop when the largest relative change is below ``tol``.
+    collective : Collective or None
+        When ``n_dk`` holds one rank's documents of a data-parallel corpus: the sums
+        over documents are summed over the ranks too, so every rank learns the
+        whole corpus's ``alpha``.
 
     Returns
     -------
@@ -89,7 +93,7 @@ def optimize_alpha(n_dk, alpha, n_iter=50, tol=1e-6):
     alpha = torch.as_tensor(alpha, dtype=torch.float64, device=device).clone()
     n_d = n_dk.sum(1, dtype=torch.int64)
     n_d = n_d[n_d > 0].to(torch.float64)
-    if n_d.numel() == 0:
+    if collective is None and n_d.numel() == 0:
         return alpha
     nz, values = _nonzero_values(n_dk)
     topic = nz % K
@@ -97,7 +101,12 @@ def optimize_alpha(n_dk, alpha, n_iter=50, tol=1e-6):
         alpha_sum = alpha.sum()
         alpha_t = alpha[topic]
         numer = topic_sums(topic, torch.digamma(values + alpha_t) - torch.digamma(alpha_t), K)
-        denom = (torch.digamma(n_d + alpha_sum) - torch.digamma(alpha_sum)).sum()
+        denom = (torch.digamma(n_d + alpha_sum) - torch.digamma(alpha_sum)).sum().view(1)
+        if collective is not None:
+            collective.sum_(numer)
+            collective.sum_(denom)
+            if float(denom) == 0:  # no rank has a document with tokens
+                return alpha
         new = (alpha * numer / denom).clamp_min(_MIN_CONCENTRATION)
         change = float(((new - alpha).abs() / alpha).max())
         alpha = new

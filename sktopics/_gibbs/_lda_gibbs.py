@@ -9,6 +9,7 @@ import torch
 
 from .._base import BaseTopicModel
 from .._generative import DirichletPrior, GenerativeView, MixtureLikelihood
+from ..utils._distributed import current_collective
 from ..utils._docstring import N_JOBS, fill_doc
 from ..utils._sklearn_compat import Interval, StrOptions
 from ..utils._torch import device_budget, make_generator
@@ -17,8 +18,8 @@ from ._chain import ChainMemory, draw_given_topics
 from ._fused import fused_dense_available
 from ._hyper import optimize_alpha, optimize_beta
 from ._infer import _CHUNK_ELEMENTS as _INFER_CHUNK_ELEMENTS
-from ._infer import CellCorpus, infer_doc_topic
-from ._state import GibbsCorpus, GibbsState, chunk_bounds, default_chunk
+from ._infer import CellCorpus, document_blocks, infer_doc_topic
+from ._state import GibbsCorpus, GibbsState, default_chunk
 from ._sweeps import (
     log_joint,
     mh_sweep,
@@ -58,6 +59,18 @@ _AUTO_MH_FROM = 500
 #: block's sampler state is about 16 bytes an entry; GPU: ``device_budget``).
 _TRANSFORM_ELEMENTS = 1 << 24
 
+#: Non-zero cells per block of :meth:`LDAGibbs.transform` on the CPU: laying a block's
+#: cells out takes about 85 bytes a cell, 45 MB (GPU: ``device_budget``).
+_TRANSFORM_CELLS = 1 << 19
+
+
+def _stopping(stop, collective):
+    """Whether the user pressed Ctrl-C (on any rank: they all stop at the same sweep)."""
+    requested = stop is not None and stop.requested
+    if collective is not None:
+        requested = bool(collective.sum(int(requested)))
+    return requested
+
 
 def _mh_chunk(device):
     """Tokens per MH chunk: O(1) per token, so ``(chunk,)`` temporaries only."""
@@ -83,9 +96,10 @@ class _Run:
     def attach(self, n_components, n_features, n_docs, device):
         """Put the sums on ``device`` (new ones for a new run)."""
         if self.phi_sum is None:
-            self.phi_sum = torch.zeros((n_components, n_features), dtype=torch.float64)
+            self.phi_sum = torch.zeros((n_components, n_features), dtype=torch.float64,
+                                       device=device)
             self.doc_topic = np.zeros((n_docs, n_components))  # summed in place on the host
-        self.phi_sum = torch.as_tensor(self.phi_sum).to(device)
+        self.phi_sum = self.phi_sum.to(device)
 
     def keep(self, state, alpha, beta):
         """Add a sampled state to the averages."""
@@ -194,10 +208,12 @@ class LDAGibbs(BaseTopicModel):
     warm_start : bool, default=False
         When True, ``fit`` keeps the chain's assignments, and a later ``fit``
         continues the chain for ``max_iter`` more sweeps (on the same corpus; on
-        another corpus the chain starts from a draw given the fitted topics).
-        ``partial_fit`` always continues, one sweep per call. The kept
-        assignments (one int32 per token) are pickled with the model; without
-        ``warm_start`` or ``partial_fit`` the model holds no training data.
+        another corpus the chain starts from a draw given the fitted topics), or
+        finishes a fit that Ctrl-C stopped (see Notes). ``partial_fit`` always
+        continues, one sweep per call, as one chain over every corpus (shard) it
+        is given. The kept assignments (one byte per token up to 256 topics) are
+        pickled with the model; without ``warm_start`` or ``partial_fit`` the model
+        holds no training data.
     device : {"auto", "cpu", "cuda"} or torch.device, default="auto"
         Where the chain runs. Fitted attributes are numpy arrays either way.
     {n_jobs}
@@ -218,10 +234,13 @@ class LDAGibbs(BaseTopicModel):
     topic_word_prior_ : float
         The (learned) ``beta``.
     log_likelihood_trace_ : ndarray of shape (n_evaluations,)
-        Joint ``log p(w, z)`` of the training state at the recorded sweeps.
+        Joint ``log p(w, z)`` of the training state at the recorded sweeps (under
+        ``partial_fit``, of that call's shard given the other shards).
+    log_likelihood_n_tokens_ : ndarray of shape (n_evaluations,)
+        The tokens behind each entry of ``log_likelihood_trace_``: their ratio is
+        the per-token curve.
     n_train_tokens_ : float
-        Tokens of the last ``fit`` / ``partial_fit`` data: ``log_likelihood_trace_
-        / n_train_tokens_`` is the per-token curve.
+        Tokens of the last ``fit`` / ``partial_fit`` data.
     n_train_documents_ : int
         Documents of the last ``fit`` / ``partial_fit`` data.
     log_likelihood_sweeps_ : ndarray of shape (n_evaluations,)
@@ -254,6 +273,21 @@ class LDAGibbs(BaseTopicModel):
     :class:`~sklearn.exceptions.DataConversionWarning` (refused when rounding
     would empty most documents, as for a TF-IDF matrix); documents without
     tokens are allowed.
+
+    Online training: ``partial_fit`` sweeps the shard it is given with the
+    word-topic counts of every other shard it has seen in their latest states, so
+    that passes over shards make one chain over the whole corpus; a shard seen again
+    continues from its own topics. After a ``fit`` that kept no chain, the fitted
+    topics stand for the earlier data.
+
+    Interrupts: Ctrl-C during ``fit`` ends the fit after the current sweep; the
+    estimator holds the model of the sweeps done (``n_iter_``) and the
+    ``KeyboardInterrupt`` is raised again, so that loops around ``fit`` stop too.
+    ``fit`` with ``warm_start=True`` on the same corpus then runs the remaining
+    sweeps with the interrupted run's seed, kept states and sums: the result is
+    bit-identical to the fit that was never stopped, also after a pickle round
+    trip. A second Ctrl-C stops at once and leaves the estimator as it was before
+    the call.
 
     ``fit_transform(X)`` is ``fit(X).transform(X)``: proportions inferred with the
     final topics held fixed. ``doc_topic_`` holds the training chain's own
@@ -339,6 +373,7 @@ class LDAGibbs(BaseTopicModel):
     #: ``partial_fit`` runs one sweep per call.
     _partial_fit_options = {"n_sweeps": 1}
     _fit_step = "sweep"
+    _data_parallel = True
 
     def __init__(
         self,
@@ -408,7 +443,8 @@ class LDAGibbs(BaseTopicModel):
         # partial_fit passes n_sweeps (one sweep): one online chain over every shard.
         online = n_sweeps is not None
         K = self.n_components
-        corpus = GibbsCorpus(X, device)
+        collective = current_collective()
+        corpus = GibbsCorpus(X, device, collective)
         warm = warm and getattr(self, "components_", None) is not None
         run = getattr(self, "_interrupted_run", None) if warm and not online else None
         if run is not None and run.fingerprint != corpus.fingerprint():
@@ -428,15 +464,25 @@ class LDAGibbs(BaseTopicModel):
         seed = run.seed
 
         memory = self._memory_for(online, warm, K, beta)
+        if collective is not None and memory is not None:
+            # Every rank continues its share's topics, or none does.
+            known = memory.topics(corpus) is not None
+            if collective.sum(int(known)) not in (0, collective.world_size):
+                collective.agree(None if known else "this rank's documents are new to the "
+                                 "model while other ranks' were trained on before: pass "
+                                 "every rank the same shard's share each time.")
         z, background = (None, None) if memory is None else memory.restore(corpus, K)
         if not online:
             background = None  # fit models X alone
         if z is None:
-            z = (draw_given_topics(X, corpus, self.components_, alpha, seed) if warm
+            z = (draw_given_topics(corpus, self.components_, alpha, seed) if warm
                  else random_init(corpus, K, seed))
         state = GibbsState(corpus, K, z, background)
 
         algorithm = self._resolve_algorithm(device)
+        if collective is not None and algorithm == "sequential":
+            raise ValueError("algorithm='sequential' runs in one process: use 'parallel' "
+                             "or 'mh' inside sktopics.distributed.data_parallel().")
         sample_sweeps = self._sample_sweeps(run.first, run.last - run.first)
         trace = list(getattr(self, "log_likelihood_trace_", [])) if warm else []
         trace_tokens = list(self._trace_tokens()) if warm else []
@@ -464,7 +510,7 @@ class LDAGibbs(BaseTopicModel):
 
             if self.optimize_interval is not None and sweep > self.burn_in \
                     and sweep % self.optimize_interval == 0:
-                alpha = optimize_alpha(state.n_dk, alpha).cpu().numpy()
+                alpha = optimize_alpha(state.n_dk, alpha, collective=collective).cpu().numpy()
                 beta = optimize_beta(state.n_wk, state.n_k, beta)
                 alpha_device = torch.as_tensor(alpha, dtype=torch.float32, device=device)
             if sweep in sample_sweeps:
@@ -478,7 +524,7 @@ class LDAGibbs(BaseTopicModel):
                 trace.append(ll)
                 trace_tokens.append(corpus.n_tokens)
                 trace_sweeps.append(sweep)
-                if self.verbose:
+                if self.verbose and (collective is None or collective.rank == 0):
                     elapsed = time.perf_counter() - tic
                     print(
                         f"[LDAGibbs] sweep {sweep:5d}  "
@@ -489,7 +535,7 @@ class LDAGibbs(BaseTopicModel):
                     tic = time.perf_counter()
                     tokens_done = 0
             done = sweep
-            if stop is not None and stop.requested:
+            if _stopping(stop, collective):
                 break
 
         self.components_, self.doc_topic_ = run.estimates(state, alpha, beta)
@@ -552,11 +598,13 @@ class LDAGibbs(BaseTopicModel):
         seed = getattr(self, "_transform_seed", 0)
         generator = make_generator(seed, device)
         n_iter = self.transform_max_iter
-        # Documents in blocks: the sampler's state is a few (documents, K) tables.
+        # Documents in blocks: the sampler's state is a few (documents, K) tables, and
+        # the cells' layout a few arrays per cell.
         rows = max(1, device_budget(device, _TRANSFORM_ELEMENTS) // self.n_components)
+        cells_per_block = device_budget(device, _TRANSFORM_CELLS)
         chunk_elements = device_budget(device, _INFER_CHUNK_ELEMENTS)
         doc_topic = np.empty((X.shape[0], self.n_components))
-        for start, stop in chunk_bounds(X.shape[0], rows):
+        for start, stop in document_blocks(X.indptr, rows, cells_per_block):
             cells = CellCorpus(X[start:stop], device)
             theta = infer_doc_topic(cells, word_topic, alpha, n_iter, n_iter // 2, generator,
                                     chunk_elements)

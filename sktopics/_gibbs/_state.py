@@ -65,9 +65,13 @@ class GibbsCorpus:
     doc_start : torch.Tensor of int64, shape (n_docs + 1,)
         Offsets of each document's tokens in ``doc_perm``.
     doc_length : torch.Tensor of int64, shape (n_docs,)
+    collective : Collective or None
+        The process group when the corpus is this rank's share of a data-parallel
+        one: tokens are then numbered as in the whole corpus (rank after rank, in
+        word-major order), so that their random numbers are the whole corpus's.
     """
 
-    def __init__(self, X, device):
+    def __init__(self, X, device, collective=None):
         X = sp.csc_matrix(X)
         X.sum_duplicates()
         n_docs, n_features = X.shape
@@ -96,6 +100,24 @@ class GibbsCorpus:
         self.doc_start = torch.from_numpy(np.concatenate([[0], np.cumsum(doc_length)])).to(
             self.device
         )
+        self.collective = collective
+        self._index_shift = None
+        if collective is not None and collective.world_size > 1:
+            # In the whole corpus word v's tokens start at the sum of every rank's tokens
+            # of the words before v, then those of v on the ranks before this one.
+            lengths = np.stack(collective.gather(word_length))
+            start = np.concatenate([[0], np.cumsum(lengths.sum(0))[:-1]])
+            start += lengths[:collective.rank].sum(0)
+            shift = start - np.concatenate([[0], np.cumsum(word_length)[:-1]])
+            self._index_shift = torch.from_numpy(shift).to(self.device)
+
+    def token_index(self, start, stop):
+        """The numbers of tokens ``start:stop`` in the whole corpus (int64), which key
+        their random numbers."""
+        index = torch.arange(start, stop, device=self.device, dtype=torch.int64)
+        if self._index_shift is not None:
+            index += self._index_shift.index_select(0, self.word[start:stop].to(torch.int64))
+        return index
 
     @functools.cached_property
     def doc_perm(self):
@@ -139,7 +161,8 @@ class GibbsState:
     ``background`` holds word-topic counts of tokens outside this corpus (the other
     shards of an online fit): ``n_wk`` and ``n_k`` include them, so every sampler
     draws this corpus's tokens given the whole collection, while ``n_dk`` and ``z``
-    are this corpus's own.
+    are this corpus's own. When the corpus is one rank's share of a data-parallel
+    corpus, ``n_wk`` and ``n_k`` are summed over the ranks after every recount.
     """
 
     def __init__(self, corpus, n_components, z, background=None):
@@ -157,6 +180,10 @@ class GibbsState:
         self.n_dk = torch.zeros((corpus.n_docs, K), dtype=torch.int32, device=corpus.device)
         self.n_wk = torch.zeros((corpus.n_features, K), dtype=torch.int32, device=corpus.device)
         self.n_k = torch.zeros(K, dtype=torch.int64, device=corpus.device)
+        # This corpus's own word-topic counts, kept apart when n_wk holds more.
+        self._own_wk = self.n_wk
+        if self.background is not None or corpus.collective is not None:
+            self._own_wk = torch.zeros_like(self.n_wk)
         self.rebuild_counts()
 
     def rebuild_counts(self, chunk=1 << 20):
@@ -164,12 +191,9 @@ class GibbsState:
         background)."""
         corpus, K = self.corpus, self.n_components
         self.n_dk.zero_()
-        if self.background is None:
-            self.n_wk.zero_()
-        else:
-            self.n_wk.copy_(self.background)
+        self._own_wk.zero_()
         flat_dk = self.n_dk.view(-1)
-        flat_wk = self.n_wk.view(-1)
+        flat_wk = self._own_wk.view(-1)
         # int32 flat indices where the tables allow it (half the index traffic).
         small = max(flat_dk.numel(), flat_wk.numel()) < 2**31
         itype = torch.int32 if small else torch.int64
@@ -178,11 +202,17 @@ class GibbsState:
             ones = torch.ones(stop - start, dtype=torch.int32, device=z.device)
             flat_dk.index_add_(0, torch.add(z, corpus.doc[start:stop].to(itype), alpha=K), ones)
             flat_wk.index_add_(0, torch.add(z, corpus.word[start:stop].to(itype), alpha=K), ones)
+        if self._own_wk is not self.n_wk:
+            self.n_wk.copy_(self._own_wk)
+            if corpus.collective is not None:
+                corpus.collective.sum_(self.n_wk)
+            if self.background is not None:
+                self.n_wk += self.background
         self.n_k = self.n_wk.sum(0, dtype=torch.int64)
 
     def own_word_topic(self):
-        """This corpus's own word-topic counts, ``n_wk`` less the background."""
-        return self.n_wk if self.background is None else self.n_wk - self.background
+        """The word-topic counts of this corpus's own tokens (on this rank)."""
+        return self._own_wk
 
     def topic_word(self, beta):
         """Smoothed ``phi = (n_kw + beta) / (n_k + V beta)`` as float64 (K, V)."""

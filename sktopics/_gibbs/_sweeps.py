@@ -74,7 +74,7 @@ def random_init(corpus, n_components, seed):
     """Uniformly random initial topics, int32 (n_tokens,)."""
     key = stream_key(seed, STREAMS["init"], 0)
     z = torch.empty(corpus.n_tokens, dtype=torch.int32, device=corpus.device)
-    for start, stop, u in _uniform_blocks(key, corpus.n_tokens, _RNG_BLOCK, corpus.device):
+    for start, stop, u in _uniform_blocks(key, corpus, _RNG_BLOCK):
         z[start:stop] = (u * n_components).to(torch.int32).clamp_max_(n_components - 1)
     return z
 
@@ -147,13 +147,14 @@ def _frozen_tables(state, alpha, beta):
     return theta_tab, phi_tab
 
 
-def _uniform_blocks(key, n_tokens, chunk, device):
-    """Yield ``(start, stop, u)`` per chunk; uniforms computed in larger blocks."""
+def _uniform_blocks(key, corpus, chunk):
+    """Yield ``(start, stop, u)`` per chunk of the corpus's tokens; uniforms computed in
+    larger blocks, each token's from its number in the whole corpus."""
     block = max(chunk, (_RNG_BLOCK // chunk) * chunk)
+    n_tokens = corpus.n_tokens
     for b_start in range(0, n_tokens, block):
         b_stop = min(b_start + block, n_tokens)
-        index = torch.arange(b_start, b_stop, device=device, dtype=torch.int64)
-        u_block = counter_uniform(key, index)
+        u_block = counter_uniform(key, corpus.token_index(b_start, b_stop))
         for start in range(b_start, b_stop, chunk):
             stop = min(start + chunk, b_stop)
             yield start, stop, u_block[start - b_start:stop - b_start]
@@ -170,8 +171,7 @@ def parallel_sweep(state, alpha, beta, seed, sweep, chunk):
     if fused_dense_available(corpus.device, K):
         # No (chunk, K) work space: a chunk costs its uniforms only.
         try:
-            for start, stop, u in _uniform_blocks(key, corpus.n_tokens, _FUSED_CHUNK,
-                                                  corpus.device):
+            for start, stop, u in _uniform_blocks(key, corpus, _FUSED_CHUNK):
                 fused_dense_chunk(corpus.doc[start:stop], corpus.word[start:stop],
                                   state.z[start:stop], theta_tab, phi_tab, state.n_dk,
                                   state.n_wk, state.n_k, alpha, beta, u,
@@ -185,7 +185,7 @@ def parallel_sweep(state, alpha, beta, seed, sweep, chunk):
     size = min(chunk, max(corpus.n_tokens, 1))
     buffers = (torch.empty((size, K), dtype=torch.float32, device=corpus.device),
                torch.empty((size, K), dtype=torch.float32, device=corpus.device))
-    for start, stop, u in _uniform_blocks(key, corpus.n_tokens, chunk, corpus.device):
+    for start, stop, u in _uniform_blocks(key, corpus, chunk):
         new_z[start:stop] = dense_chunk(
             corpus.doc[start:stop], corpus.word[start:stop], state.z[start:stop],
             theta_tab, phi_tab, state.n_dk, state.n_wk, state.n_k, alpha, beta, u, buffers,
@@ -321,7 +321,7 @@ def mh_sweep(state, alpha, beta, seed, sweep, chunk, n_cycles=1):
     ]
     new_z = torch.empty_like(state.z)
     for start, stop in chunk_bounds(corpus.n_tokens, chunk):
-        index = torch.arange(start, stop, device=device, dtype=torch.int64)
+        index = corpus.token_index(start, stop)
         uniforms = [[counter_uniform(k, index) for k in cycle] for cycle in keys]
         z = state.z[start:stop]
         new_z[start:stop] = mh_chunk(
@@ -346,7 +346,7 @@ def sequential_sweep(state, alpha, beta, seed, sweep):
     n_dk = state.n_dk.cpu().numpy().astype(np.float64)
     n_wk = state.n_wk.cpu().numpy().astype(np.float64)
     n_k = state.n_k.cpu().numpy().astype(np.float64)
-    index = torch.arange(corpus.n_tokens, dtype=torch.int64)
+    index = corpus.token_index(0, corpus.n_tokens).cpu()
     u = counter_uniform(stream_key(seed, STREAMS["sequential"], sweep), index).numpy()
     u = u.astype(np.float64)
     for i in range(corpus.n_tokens):
@@ -370,7 +370,8 @@ def log_joint(state, alpha, beta, block_elements=1 << 22):
 
     With a background of other shards' counts it is the joint of this corpus given
     them, ``log p(w, z | w_bg, z_bg)``: the word terms of the whole collection less
-    those of the background alone (without one, the two are the same).
+    those of the background alone (without one, the two are the same). For one
+    rank's share of a data-parallel corpus it is the whole corpus's.
 
     The terms ``lgamma(n + a) - lgamma(a)`` vanish where a count is zero, so only
     the non-zero counts are evaluated: at K = 1000 nine in ten entries of the
@@ -390,6 +391,8 @@ def log_joint(state, alpha, beta, block_elements=1 << 22):
         total += (torch.lgamma(n[used] + a) - torch.lgamma(a)).sum()
         total -= (torch.lgamma(n.sum(1, dtype=torch.float64) + alpha_sum)
                   - torch.lgamma(alpha_sum)).sum()
+    if state.corpus.collective is not None:  # the documents of every rank
+        state.corpus.collective.sum_(total.view(1))
     total += _word_terms(state.n_wk, beta, rows)
     if state.background is not None:
         total -= _word_terms(state.background, beta, rows)

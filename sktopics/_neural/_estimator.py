@@ -1,6 +1,7 @@
 """Shared plumbing of the neural topic models (AVITM, ProdLDA): the skorch net,
 batch-norm freezing, device placement, transform, score and the generative view."""
 
+import copy
 from numbers import Integral, Real
 
 import numpy as np
@@ -118,6 +119,8 @@ class NeuralTopicModel(BaseTopicModel):
             else:
                 self._relocate(self.device_)  # the device parameter may have changed
             net = self.net_
+            norms = [(m, m.use_running_stats) for m in net.module_.modules()
+                     if isinstance(m, TFBatchNorm)]
             _set_frozen_batch_norm(net.module_, False)
             self._configure_module(net.module_, n_train_documents=train.shape[0])
             first = len(net.history)
@@ -132,8 +135,13 @@ class NeuralTopicModel(BaseTopicModel):
             net.train_split = None if valid is None else predefined_split(CSRDataset(valid))
             monitor = dict(net.callbacks_)["monitor"]
             monitor.prepare(stop, train, valid, None if run is None else run["monitor"])
+            before = _TrainingState(net, norms) if warm else None
             try:
                 net.partial_fit(CSRDataset(train))
+            except BaseException:
+                if before is not None:  # the estimator's attributes are restored too
+                    before.restore(net)
+                raise
             finally:
                 net.train_split = None  # keeps validation data out of pickles
                 monitor.prepare(None, None, None, None)
@@ -281,15 +289,18 @@ class NeuralTopicModel(BaseTopicModel):
         return getattr(self, "device_", torch.device("cpu"))
 
     def _transform(self, X):
-        parts = []
+        doc_topic = np.empty((X.shape[0], self.n_components))
+        start = 0
         with torch.no_grad(), evaluation_mode(self.net_.module_) as module:
-            for batch in self._batches(X.astype(np.float32)):
+            for batch in self._batches(X):
                 mu, _ = module.encoder(batch)
-                parts.append(torch.softmax(mu.double(), dim=-1).cpu().numpy())
-        doc_topic = np.concatenate(parts) if parts else np.empty((0, self.n_components))
+                stop = start + mu.shape[0]
+                doc_topic[start:stop] = torch.softmax(mu.double(), dim=-1).cpu().numpy()
+                start = stop
         empty = np.asarray(X.sum(axis=1)).ravel() <= 0
         doc_topic[empty] = self.doc_topic_prior_ / self.doc_topic_prior_.sum()
-        return doc_topic / doc_topic.sum(axis=1, keepdims=True)
+        doc_topic /= doc_topic.sum(axis=1, keepdims=True)
+        return doc_topic
 
     def _generative_view(self):
         from sklearn.utils.validation import check_is_fitted
@@ -345,6 +356,25 @@ class EncoderProposal:
     def _flat(self, mu, logvar):
         """The encoder's output as the view's flat ``(loc, scale)``."""
         return mu, torch.exp(0.5 * logvar)
+
+
+class _TrainingState:
+    """A copy of what training changes in a net (weights, buffers, optimiser state,
+    history, which statistics the batch norms use), to put back when a warm fit fails
+    half-way."""
+
+    def __init__(self, net, frozen_norms):
+        self.module = copy.deepcopy(net.module_.state_dict())
+        self.optimizer = copy.deepcopy(net.optimizer_.state_dict())
+        self.n_epochs = len(net.history)
+        self.frozen_norms = frozen_norms
+
+    def restore(self, net):
+        net.module_.load_state_dict(self.module)
+        net.optimizer_.load_state_dict(self.optimizer)
+        del net.history[self.n_epochs:]
+        for norm, frozen in self.frozen_norms:
+            norm.use_running_stats = frozen
 
 
 def _set_frozen_batch_norm(module, frozen):

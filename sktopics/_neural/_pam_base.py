@@ -168,7 +168,7 @@ class PAMTopicModel(NeuralTopicModel):
     def _iter_levels(self, X):
         """Yield, per batch, the node distributions and level marginals (numpy)."""
         with torch.no_grad(), evaluation_mode(self.net_.module_) as module:
-            for batch in self._batches(X.astype(np.float32)):
+            for batch in self._batches(X):
                 probs = module.mean_node_probs(batch)
                 probs = [p.double() for p in probs]
                 marginals = module.reach(probs)

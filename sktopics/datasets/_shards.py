@@ -93,9 +93,12 @@ class ShardedCorpus:
     def partial_fit(self, estimator, *, n_passes=1):
         """Train ``estimator`` with ``partial_fit`` on every shard, ``n_passes`` times.
 
-        Neural models run one epoch over each shard per call; LDAGibbs runs one sweep
-        over each shard, starting from topic assignments drawn given its current
-        topics (an online approximation of a chain over the whole corpus).
+        Neural models run one epoch over each shard per call. LDAGibbs runs one sweep
+        over each shard given the word-topic counts of every other shard, so that the
+        passes make one chain over the whole corpus: a shard seen again continues
+        from its own topics, a new one starts from topics drawn given the fitted
+        ones. The model keeps each shard's topics (one byte per token up to 256
+        topics, two up to 65,536).
 
         Parameters
         ----------

@@ -1,0 +1,182 @@
+"""Data-parallel training on torch.distributed: two CPU processes with gloo.
+
+Each test starts two processes (``torch.multiprocessing``, spawned), which join a
+process group through a file, run one scenario each, and write what they found to a
+file the test reads. Every scenario also runs in this process on the concatenated
+corpus (ranks in order), which the data-parallel result must equal.
+"""
+
+import os
+import pickle
+import time
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+
+from sktopics import LDAGibbs
+from sktopics.datasets import make_lda_corpus
+from sktopics.distributed import data_parallel
+
+pytestmark = pytest.mark.skipif(not dist.is_available() or not dist.is_gloo_available(),
+                                reason="needs torch.distributed with gloo")
+
+X, _, _ = make_lda_corpus(n_samples=120, n_features=40, n_components=4, doc_length=40,
+                          random_state=7)
+#: The ranks' shares: 70 and 50 documents.
+SHARES = [X[:70], X[70:]]
+GIBBS = dict(n_components=4, max_iter=30, burn_in=5, n_kept_samples=3, sample_interval=3,
+             optimize_interval=5, evaluate_every=5, algorithm="parallel", device="cpu",
+             random_state=0)
+
+
+def _worker(rank, world_size, folder, scenario):
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", init_method=f"file://{folder}/store", rank=rank,
+                            world_size=world_size)
+    try:
+        out = SCENARIOS[scenario](rank)
+    except Exception as exc:  # noqa: BLE001 - reported to the test
+        out = exc
+    with open(os.path.join(folder, f"rank{rank}.pkl"), "wb") as f:
+        pickle.dump(out, f)
+    dist.destroy_process_group()
+
+
+def _spawn(tmp_path, scenario, world_size=2):
+    mp.start_processes(_worker, args=(world_size, str(tmp_path), scenario), nprocs=world_size,
+                       start_method="spawn")
+    results = []
+    for rank in range(world_size):
+        with open(tmp_path / f"rank{rank}.pkl", "rb") as f:
+            results.append(pickle.load(f))
+    return results
+
+
+# --------------------------------------------------------------------------- scenarios
+
+
+def _fit(rank):
+    with data_parallel() as collective:
+        model = LDAGibbs(**GIBBS).fit(SHARES[rank])
+        mh = LDAGibbs(**{**GIBBS, "algorithm": "mh"}).fit(SHARES[rank])
+    return {"world": (collective.rank, collective.world_size), "model": model,
+            "mh_components": mh.components_}
+
+
+def _partial_fit(rank):
+    halves = [share[: share.shape[0] // 2] for share in SHARES], \
+             [share[share.shape[0] // 2:] for share in SHARES]
+    model = LDAGibbs(**GIBBS)
+    with data_parallel():
+        for _ in range(3):
+            for shard in halves:
+                model.partial_fit(shard[rank])
+    return model
+
+
+def _misuse(rank):
+    found = {}
+    cases = {
+        "vocabulary": SHARES[rank][:, :40 - rank],
+        "no documents": SHARES[rank][: 10 * (1 - rank)],
+    }
+    with data_parallel():
+        for name, share in cases.items():
+            try:
+                LDAGibbs(**GIBBS).fit(share)
+            except ValueError as exc:
+                found[name] = str(exc)
+        try:
+            LDAGibbs(**{**GIBBS, "algorithm": "sequential"}).fit(SHARES[rank])
+        except ValueError as exc:
+            found["sequential"] = str(exc)
+        # the group still works after the refusals
+        found["after"] = LDAGibbs(**{**GIBBS, "max_iter": 2}).fit(SHARES[rank]).n_iter_
+    return found
+
+
+def _rank_dies(rank):
+    if rank == 1:
+        time.sleep(1)
+        os._exit(0)  # a rank that dies without a word
+    tic = time.perf_counter()
+    try:
+        with data_parallel(timeout=20):
+            LDAGibbs(**{**GIBBS, "max_iter": 1000}).fit(SHARES[rank])
+    except RuntimeError as exc:
+        return {"error": str(exc), "seconds": time.perf_counter() - tic}
+    return {"error": None}
+
+
+SCENARIOS = {"fit": _fit, "partial_fit": _partial_fit, "misuse": _misuse,
+             "rank_dies": _rank_dies}
+
+
+# --------------------------------------------------------------------------- tests
+
+
+def test_lda_gibbs_equals_one_process_on_the_concatenated_corpus(tmp_path):
+    results = _spawn(tmp_path, "fit")
+    single = LDAGibbs(**GIBBS).fit(X)
+    assert [r["world"] for r in results] == [(0, 2), (1, 2)]
+    for r in results:
+        model = r["model"]
+        np.testing.assert_allclose(model.components_, single.components_, rtol=0, atol=1e-6)
+        np.testing.assert_allclose(model.doc_topic_prior_, single.doc_topic_prior_, rtol=1e-9)
+        assert model.topic_word_prior_ == pytest.approx(single.topic_word_prior_, rel=1e-9)
+        np.testing.assert_allclose(model.log_likelihood_trace_, single.log_likelihood_trace_,
+                                   rtol=1e-9)
+        assert model.n_train_tokens_ == single.n_train_tokens_
+        assert model.n_train_documents_ == single.n_train_documents_
+    # each rank holds its own documents' proportions
+    np.testing.assert_allclose(np.vstack([r["model"].doc_topic_ for r in results]),
+                               single.doc_topic_, atol=1e-9)
+    # MH proposes from each rank's own tokens: a valid chain, the same on every rank
+    np.testing.assert_array_equal(results[0]["mh_components"], results[1]["mh_components"])
+
+
+def test_partial_fit_over_shards_equals_one_process(tmp_path):
+    results = _spawn(tmp_path, "partial_fit")
+    halves = [sp.vstack([s[: s.shape[0] // 2] for s in SHARES]).tocsr(),
+              sp.vstack([s[s.shape[0] // 2:] for s in SHARES]).tocsr()]
+    single = LDAGibbs(**GIBBS)
+    for _ in range(3):
+        for shard in halves:
+            single.partial_fit(shard)
+    for model in results:
+        assert model.n_iter_ == 6
+        np.testing.assert_allclose(model.components_, single.components_, rtol=0, atol=1e-6)
+
+
+def test_misuse_gets_the_same_clear_error_on_every_rank(tmp_path):
+    results = _spawn(tmp_path, "misuse")
+    for found in results:
+        assert "rank 1" in found["vocabulary"] and "vocabulary" in found["vocabulary"]
+        assert "rank 1" in found["no documents"] and "sample" in found["no documents"]
+        assert "sequential" in found["sequential"]
+        assert found["after"] == 2
+    assert results[0]["vocabulary"] == results[1]["vocabulary"]
+
+
+def test_a_rank_that_dies_does_not_hang_the_others(tmp_path):
+    context = mp.start_processes(_worker, args=(2, str(tmp_path), "rank_dies"), nprocs=2,
+                                 start_method="spawn", join=False)
+    deadline = time.monotonic() + 120
+    while not context.join(timeout=5) and time.monotonic() < deadline:
+        pass  # join returns as each process ends
+    with open(tmp_path / "rank0.pkl", "rb") as f:
+        result = pickle.load(f)
+    assert result["error"] is not None and "another rank" in result["error"].lower()
+    assert result["seconds"] < 60
+
+
+def test_data_parallel_needs_a_process_group():
+    if dist.is_initialized():
+        pytest.skip("a process group is already initialised here")
+    with pytest.raises(RuntimeError, match="init_process_group"):
+        with data_parallel():
+            pass
