@@ -73,6 +73,7 @@ BENCHMARKS = [
     ("prodlda", 120, "100 epochs <= 5 s"),
     ("pamvi", 80, "20 epochs of 50 / 100 <= 120 s"),
     ("ais", 90, "1,000 temperatures <= 10 s"),
+    ("distributed", 90, "data_parallel with NCCL (world size 1) gives the one-process fit"),
 ]
 
 #: The plain loop's settings (``_plain_vae.py``, the original ProdLDA code's), given to
@@ -138,7 +139,10 @@ def bench_gibbs(data_home, device, smoke, save):
                      "fit_s": long, "log_lik_per_token": float(
                          model.log_likelihood_trace_[-1] / n_tokens)})
         save({"rows": rows})  # a row at a time: a time-out keeps the rows measured
-    return {"rows": rows}
+    from sktopics._gibbs import _fused
+
+    # A fused kernel that failed would have left the sweeps to the eager kernels.
+    return {"rows": rows, "fused_kernel_failures": list(_fused._failure)}
 
 
 def _plain_loop_seconds(X, n_topics, epochs, device, seed=0):
@@ -238,9 +242,37 @@ def bench_ais(data_home, device, smoke, save):
             "log_lik_per_token": float(result.per_token)}
 
 
+def bench_distributed(data_home, device, smoke, save):
+    """LDAGibbs inside ``data_parallel()`` over a one-process group (NCCL on a GPU, gloo
+    on the CPU): the collectives run, and the model is the one-process fit."""
+    import tempfile
+
+    import torch.distributed as dist
+
+    from sktopics import LDAGibbs
+    from sktopics.distributed import data_parallel
+
+    train = _20news(data_home, "train")
+    if smoke:
+        train = train[:500]
+    backend = "nccl" if device == "cuda" else "gloo"
+    dist.init_process_group(backend, init_method=f"file://{tempfile.mktemp()}", rank=0,
+                            world_size=1)
+    params = dict(n_components=50, algorithm="parallel", max_iter=3 if smoke else 50,
+                  device=device, random_state=0)
+    try:
+        alone, alone_s = _timed(lambda: LDAGibbs(**params).fit(train))
+        with data_parallel():
+            parallel, parallel_s = _timed(lambda: LDAGibbs(**params).fit(train))
+    finally:
+        dist.destroy_process_group()
+    return {"backend": backend, "seconds_alone": alone_s, "seconds_data_parallel": parallel_s,
+            "max_abs_difference": float(np.abs(parallel.components_ - alone.components_).max())}
+
+
 def run_child(name, data_home, out, smoke):
     fn = {"gibbs": bench_gibbs, "prodlda": bench_prodlda, "pamvi": bench_pamvi,
-          "ais": bench_ais}[name]
+          "ais": bench_ais, "distributed": bench_distributed}[name]
 
     def save(partial):
         Path(out).write_text(json.dumps(partial, default=float))
@@ -281,6 +313,11 @@ def goals(name, result):
         seconds = result.get("seconds")
         return [("1,000 temperatures", "not measured" if seconds is None else f"{seconds:.2f} s",
                  "<= 10 s", None if seconds is None else seconds <= 10)]
+    if name == "distributed":
+        gap = result.get("max_abs_difference")
+        return [(f"LDAGibbs in data_parallel() ({result.get('backend', '?')}, world size 1)",
+                 "not measured" if gap is None else f"largest difference {gap:.1e}",
+                 "<= 1e-6 from the one-process fit", None if gap is None else gap <= 1e-6)]
     return []
 
 
@@ -460,6 +497,15 @@ def report(results):
                      f"tokens, kernel {ais['kernel']}, {ais['token_updates_per_s'] / 1e6:.1f} M "
                      f"token-updates/s, log-likelihood per token {ais['log_lik_per_token']:.3f}")
         lines.append(text)
+    distributed = bench.get("distributed")
+    if distributed and "seconds_alone" in distributed:
+        lines.append(f"- LDAGibbs K = 50, 50 sweeps of 20NG inside `data_parallel()` over a "
+                     f"one-process {distributed['backend']} group: "
+                     f"{distributed['seconds_data_parallel']:.2f} s against "
+                     f"{distributed['seconds_alone']:.2f} s outside it, components within "
+                     f"{distributed['max_abs_difference']:.1e} (step: {_step(distributed)})")
+    if gibbs.get("fused_kernel_failures"):
+        lines.append(f"- The fused Gibbs kernel failed: {gibbs['fused_kernel_failures']}")
     failed = [f"- `{name}`: {bench[name]['status']}" for name, _, _ in BENCHMARKS
               if name in bench and _step(bench[name]) not in ("ran", "not run")]
     if failed:
