@@ -139,6 +139,8 @@ class BaseTopicModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEsti
         except BaseException:
             self.__dict__.clear()
             self.__dict__.update(before)
+            if "device_" in before:
+                self._relocate(self.device_)  # fitted state moved to a new device goes back
             raise
         self._record_training_size(X, collective)
         if stop.requested:
@@ -281,7 +283,7 @@ class BaseTopicModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEsti
         return tags
 
     def __getstate__(self):
-        state = super().__getstate__()
+        state = dict(super().__getstate__())  # a copy: the live model stays as it is
         state[VERSION_KEY] = __version__
         return state
 

@@ -69,7 +69,9 @@ def test_grid_search_on_a_local_dask_cluster_matches_one_process(client, estimat
                                    rtol=0, atol=1e-9)
     assert remote.best_params_ == serial.best_params_
     # Each task ran on one torch thread (workers x threads does not oversubscribe), and
-    # the workers' own setting is as it was.
+    # the threads that ran them are back at the workers' setting.
     for split in (0, 1):
         np.testing.assert_array_equal(remote.cv_results_[f"split{split}_test_threads"], 1.0)
-    assert set(client.run(torch.get_num_threads).values()) == {2}
+    for worker in client.scheduler_info()["workers"]:
+        task = client.submit(torch.get_num_threads, pure=False, workers=[worker])
+        assert task.result() == 2

@@ -128,11 +128,27 @@ def test_pam_hierarchy_display_draws_every_node_and_the_strongest_edges():
         texts = [t.get_text() for t in display.ax_.texts]
         assert sum(t.split(":")[0] in {str(k) for k in range(n_sub)} for t in texts) >= n_sub
         assert "root" in texts
-        assert len(display.ax_.lines) <= n_super + 2 * n_super  # root edges + strongest
+        # root edges, then at most 2 per super-topic plus each sub-topic's strongest
+        assert n_super + n_sub <= len(display.ax_.lines) <= n_super + 2 * n_super + n_sub
         assert all(len(label.split(": ")[1].split()) == 3 for label in display.sub_labels)
+        assert any(t.startswith("x") for t in texts)  # strength against uniform
     with pytest.raises(ValueError, match="two-level PAM"):
         PAMHierarchyDisplay.from_estimator(ProdLDA(n_components=3, **fast).fit(X))
     plt.close("all")
+
+
+def test_pam_hierarchy_edges_and_labels_when_edges_are_weak():
+    from sktopics.inspection._pam import _distinctive, _drawn_edges
+
+    # Near-uniform weights: no edge above 1 / n_sub for sub-topics 2 and 3, yet each
+    # sub-topic keeps its strongest edge.
+    weights = np.array([[0.26, 0.26, 0.24, 0.24], [0.24, 0.24, 0.26, 0.26]])
+    assert _drawn_edges(weights, 0.25, 1) == [(0, 0), (0, 1), (1, 2), (1, 3)]
+    assert _drawn_edges(weights, 0.3, 1) == [(0, 0), (0, 1), (1, 2), (1, 3)]
+    # Two super-topics share their most frequent word (0); each is labelled by its own.
+    super_word = np.array([[0.5, 0.3, 0.1, 0.1], [0.5, 0.1, 0.3, 0.1]])
+    scores = _distinctive(super_word, [0.5, 0.5])
+    assert list(np.argmax(scores, axis=1)) == [1, 2]
 
 
 def test_training_curves_are_per_token_with_a_held_out_curve():

@@ -78,7 +78,8 @@ def test_shards_seen_again_are_counted_once(shards):
     # Each shard's saved topics give back its share of the total.
     for part in parts[:3]:
         corpus = GibbsCorpus(part, "cpu")
-        z, background = memory.restore(corpus, 5)
+        z = memory.topics(corpus)
+        background = memory.background(corpus, z, 5)
         assert z.shape == (corpus.n_tokens,)
         assert background.sum() == memory.word_topic.sum() - corpus.n_tokens
     assert model.n_iter_ == 9
@@ -361,3 +362,195 @@ def test_a_warm_fit_that_fails_leaves_the_model_as_it_was():
     assert model.n_iter_ == 2 and len(model.history_) == 2
     np.testing.assert_array_equal(model.components_, components)
     np.testing.assert_array_equal(model.transform(X), theta)
+
+
+class _TwoIdenticalRanks:
+    """A stand-in process group of two ranks holding the same documents."""
+
+    rank, world_size = 0, 2
+
+    def gather(self, array):
+        return [np.asarray(array), np.asarray(array)]
+
+    def sum_(self, tensor):
+        return tensor.mul_(2)
+
+
+@pytest.mark.parametrize("where", ["alone", "background", "ranks"])
+def test_mh_sweep_proposes_from_the_counts_it_draws_from(monkeypatch, where):
+    """The word proposal draws among this corpus's own tokens, so the acceptance ratio
+    must be given their counts whenever n_wk holds more (other shards or ranks)."""
+    from sktopics._gibbs import _sweeps
+
+    X, _, _ = make_lda_corpus(n_samples=20, n_features=15, n_components=3, random_state=1)
+    corpus = GibbsCorpus(X, "cpu", _TwoIdenticalRanks() if where == "ranks" else None)
+    background = np.ones((15, 3), dtype=np.int64) if where == "background" else None
+    z = torch.zeros(corpus.n_tokens, dtype=torch.int32)
+    state = GibbsState(corpus, 3, z, background)
+    seen = []
+    original = _sweeps.mh_chunk
+
+    def spy(*args, word_proposal=None, **kwargs):
+        seen.append(word_proposal)
+        return original(*args, word_proposal=word_proposal, **kwargs)
+
+    monkeypatch.setattr(_sweeps, "mh_chunk", spy)
+    _sweeps.mh_sweep(state, np.full(3, 0.5), 0.1, 0, 1, 1 << 16)
+    if where == "alone":
+        assert seen == [None]
+    else:
+        # n_wk holds more than this corpus's tokens; the proposal gets only theirs
+        assert int(state.n_wk.sum()) > corpus.n_tokens
+        assert seen[0] is not None and seen[0].shape == (15, 3)
+        assert int(seen[0].sum()) == corpus.n_tokens
+
+
+def test_a_resume_that_fails_keeps_the_interrupted_run(monkeypatch):
+    """Ctrl-C, then a resume stopped hard after a kept sweep, then another resume: the
+    result is still the fit that never stopped."""
+    X, _, _ = make_lda_corpus(n_samples=100, n_features=30, n_components=3, random_state=3)
+    params = dict(n_components=3, max_iter=24, burn_in=5, n_kept_samples=4, sample_interval=3,
+                  optimize_interval=4, n_jobs=1, **FAST)
+    whole = LDAGibbs(**params).fit(X)
+    model = LDAGibbs(**params)
+    with monkeypatch.context() as patch:
+        _interrupt_at(patch, "parallel_sweep", 7)
+        with pytest.raises(KeyboardInterrupt):
+            model.fit(X)
+    original = _lda_gibbs.parallel_sweep
+
+    def hard_stop(state, *args):
+        if args[3] == 19:  # after the kept sweeps 12, 15 and 18
+            raise KeyboardInterrupt
+        return original(state, *args)
+
+    model.set_params(warm_start=True)
+    with monkeypatch.context() as patch:
+        patch.setattr(_lda_gibbs, "parallel_sweep", hard_stop)
+        with pytest.raises(KeyboardInterrupt):
+            model.fit(X)
+    assert model.n_iter_ == 7 and model._interrupted_run.n_kept == 0
+    model.fit(X)
+    np.testing.assert_array_equal(model.components_, whole.components_)
+    np.testing.assert_array_equal(model.doc_topic_, whole.doc_topic_)
+
+
+class _PressCtrlCTwice(Callback):
+    """Press Ctrl-C twice during a batch of epoch ``epoch`` (counted from 1)."""
+
+    def __init__(self, epoch=None):
+        self.epoch = epoch
+
+    def on_batch_end(self, net, **kwargs):
+        if len(net.history) == self.epoch:
+            signal.raise_signal(signal.SIGINT)
+            signal.raise_signal(signal.SIGINT)
+
+
+def test_neural_second_ctrl_c_leaves_the_model_as_it_was():
+    """Two presses stop at once, half-way through an epoch: the warm fit's updates are
+    undone (skorch itself would keep them), and a cold fit leaves no model."""
+    X, _, _ = make_lda_corpus(n_samples=80, n_features=30, n_components=3, random_state=6)
+    params = dict(n_components=3, batch_size=20, hidden_sizes=(8,), **FAST)
+    model = ProdLDA(max_iter=2, warm_start=True, callbacks=[("twice", _PressCtrlCTwice())],
+                    **params).fit(X)
+    components, theta = model.components_.copy(), model.transform(X)
+    dict(model.net_.callbacks_)["twice"].epoch = 3
+    with pytest.raises(KeyboardInterrupt):
+        model.fit(X)
+    assert model.n_iter_ == 2 and len(model.history_) == 2
+    assert model._interrupted_run is None
+    np.testing.assert_array_equal(model.components_, components)
+    np.testing.assert_array_equal(model.transform(X), theta)
+    cold = ProdLDA(max_iter=3, callbacks=[("twice", _PressCtrlCTwice(epoch=1))], **params)
+    with pytest.raises(KeyboardInterrupt):
+        cold.fit(X)
+    assert not hasattr(cold, "components_") and not hasattr(cold, "net_")
+
+
+def test_a_neural_warm_fit_that_fails_after_training_is_undone(monkeypatch):
+    X, _, _ = make_lda_corpus(n_samples=80, n_features=30, n_components=3, random_state=6)
+    model = ProdLDA(3, max_iter=2, batch_size=20, hidden_sizes=(8,), warm_start=True,
+                    **FAST).fit(X)
+    components, theta = model.components_.copy(), model.transform(X)
+
+    def broken(*args):
+        raise RuntimeError("failure after the epochs")
+
+    monkeypatch.setattr(ProdLDA, "_freeze_batch_norm", broken)
+    with pytest.raises(RuntimeError, match="after the epochs"):
+        model.fit(X)
+    assert model.n_iter_ == 2 and len(model.history_) == 2
+    np.testing.assert_array_equal(model.components_, components)
+    np.testing.assert_array_equal(model.transform(X), theta)
+
+
+def test_an_interrupted_neural_run_is_finished_only_on_its_data_and_plan():
+    X, _, _ = make_lda_corpus(n_samples=120, n_features=40, n_components=3, random_state=3)
+    params = dict(n_components=3, max_iter=6, batch_size=20, hidden_sizes=(16,), **FAST)
+    model = ProdLDA(callbacks=[("ctrl_c", _PressCtrlC(epoch=3))], **params)
+    with pytest.raises(KeyboardInterrupt):
+        model.fit(X)
+    other = pickle.loads(pickle.dumps(model)).set_params(warm_start=True).fit(X[:100])
+    assert other.n_iter_ == 3 + 6  # another corpus: a new run of max_iter epochs
+    longer = pickle.loads(pickle.dumps(model)).set_params(warm_start=True, max_iter=8).fit(X)
+    assert longer.n_iter_ == 3 + 8  # another plan: likewise
+    model.set_params(warm_start=True).fit(X)
+    assert model.n_iter_ == 6  # the interrupted run, finished
+
+
+def test_pickling_leaves_the_model_unchanged():
+    X, _, _ = make_lda_corpus(n_samples=40, n_features=20, n_components=2, random_state=0)
+    model = LDAGibbs(2, max_iter=2, **FAST).fit(X)
+    before = set(vars(model))
+    pickle.dumps(model)
+    assert set(vars(model)) == before
+
+
+def test_document_blocks_bound_documents_and_cells():
+    from sktopics._gibbs._infer import document_blocks
+
+    # 6 documents of 5, 0, 7, 1, 7 and 20 cells
+    indptr = np.array([0, 5, 5, 12, 13, 20, 40], dtype=np.int32)
+    blocks = document_blocks(indptr, max_docs=4, max_cells=8)
+    assert blocks == [(0, 2), (2, 4), (4, 5), (5, 6)]  # the last one alone exceeds 8 cells
+    assert document_blocks(indptr, max_docs=2, max_cells=100) == [(0, 2), (2, 4), (4, 6)]
+    # int32 pointers near their limit do not overflow
+    big = np.array([0, 2**31 - 10, 2**31 - 1], dtype=np.int32)
+    assert document_blocks(big, max_docs=10, max_cells=2**20) == [(0, 1), (1, 2)]
+
+
+def test_batch_layouts_in_small_groups_change_nothing(monkeypatch):
+    """Training and transform with the batch layouts built a few non-zeros at a time give
+    exactly what one group gives."""
+    from sktopics._neural import _data
+
+    X, _, _ = make_lda_corpus(n_samples=120, n_features=40, n_components=3, random_state=2)
+    params = dict(n_components=3, max_iter=2, batch_size=20, hidden_sizes=(8,), n_jobs=1,
+                  **FAST)
+    whole = ProdLDA(**params).fit(X)
+    monkeypatch.setattr(_data, "_LAYOUT_ELEMENTS", 50)  # a group holds one or two batches
+    grouped = ProdLDA(**params).fit(X)
+    np.testing.assert_array_equal(grouped.components_, whole.components_)
+    np.testing.assert_array_equal(grouped.transform(X), whole.transform(X))
+
+
+def test_online_alpha_is_learned_from_every_shard():
+    """alpha is re-estimated every optimize_interval calls: from the statistics of every
+    shard's documents, not only from the shard of that call (with 5 shards and an
+    interval of 10 it would always be the 5th)."""
+    parts = []
+    for i, prior in enumerate((0.05, 1.0, 1.0, 1.0, 1.0)):  # one shard of peaked documents
+        parts.append(make_lda_corpus(n_samples=100, n_features=60, n_components=4,
+                                     doc_topic_prior=prior, doc_length=60,
+                                     random_state=10 + i)[0])
+
+    def streamed(order):
+        model = LDAGibbs(4, burn_in=0, optimize_interval=10, **FAST)
+        for _ in range(12):
+            for i in order:
+                model.partial_fit(parts[i])
+        return model.doc_topic_prior_.sum()
+
+    peaked_last, peaked_first = streamed([1, 2, 3, 4, 0]), streamed([0, 1, 2, 3, 4])
+    assert 0.7 < peaked_last / peaked_first < 1.4, (peaked_last, peaked_first)

@@ -8,6 +8,7 @@ import torch
 
 from sktopics.datasets import make_lda_corpus
 from sktopics.model_selection import ais_log_likelihood, left_to_right_log_likelihood
+from sktopics.utils import _torch as torch_utils
 from sktopics.utils._torch import _available_cores, resolve_n_jobs, thread_scope
 
 from ._instances import FAST_PARAMS
@@ -82,39 +83,75 @@ def test_evaluators_use_n_jobs_inside_and_restore(two_threads, monkeypatch):
     assert torch.get_num_threads() == 2
 
 
-def test_overlapping_scopes_from_threads_restore_the_setting(monkeypatch):
-    """Scopes that open and close in another order than a stack (two threads) leave
-    the process-wide setting as it was before the first one opened.
-
-    torch documents its setting as process-wide, but with OpenMP part of it lives
-    per thread, which hides a misrestore from this thread's reads: the scopes are
-    checked against a plain process-wide value instead.
-    """
-    setting = [2]
-    monkeypatch.setattr(torch, "get_num_threads", lambda: setting[0])
-    monkeypatch.setattr(torch, "set_num_threads", lambda n: setting.__setitem__(0, n))
+def _overlap(scope_a, scope_b, read):
+    """Thread a opens scope_a, thread b opens scope_b, a closes, then b: what b read
+    while its scope was the one still open."""
     opened_a, opened_b, closed_a = threading.Event(), threading.Event(), threading.Event()
     inside = {}
 
     def a():
-        with thread_scope(3):
+        with thread_scope(scope_a):
             opened_a.set()
             opened_b.wait()
         closed_a.set()
 
     def b():
         opened_a.wait()
-        with thread_scope(1):
+        with thread_scope(scope_b):
             opened_b.set()
             closed_a.wait()
-            inside["b"] = setting[0]
+            inside["b"] = read()
 
     workers = [threading.Thread(target=a), threading.Thread(target=b)]
     for worker in workers:
         worker.start()
     for worker in workers:
         worker.join()
-    assert inside["b"] == 1  # b's scope is the one still open
+    return inside["b"]
+
+
+def test_overlapping_scopes_restore_the_setting(two_threads):
+    """With torch as it is built here: scopes that open and close in another order than
+    a stack, in the main thread and a worker, leave the main thread's setting and the
+    one new threads start with as they were."""
+    opened, closed = threading.Event(), threading.Event()
+
+    def worker():
+        with thread_scope(1):
+            opened.set()
+            closed.wait()
+
+    helper = threading.Thread(target=worker)
+    with thread_scope(3):
+        helper.start()
+        opened.wait()
+    closed.set()
+    helper.join()
+    assert torch.get_num_threads() == 2
+    seen = []
+    fresh = threading.Thread(target=lambda: seen.append(torch.get_num_threads()))
+    fresh.start()
+    fresh.join()
+    assert seen == [2]
+    assert _overlap(3, 1, torch.get_num_threads) == 1 and torch.get_num_threads() == 2
+
+
+def test_overlapping_scopes_with_one_process_wide_setting(monkeypatch):
+    """torch's native thread pool keeps one setting for the process: scopes that open
+    and close in any order share it and leave it as it was."""
+    setting = [2]
+    monkeypatch.setattr(torch_utils, "_per_thread_setting", lambda: False)
+    monkeypatch.setattr(torch, "get_num_threads", lambda: setting[0])
+    monkeypatch.setattr(torch, "set_num_threads", lambda n: setting.__setitem__(0, n))
+    assert _overlap(3, 1, lambda: setting[0]) == 1  # b's scope is the one still open
+    assert setting[0] == 2
+    # Three scopes, two of them wanting the same count: closing the last opened leaves
+    # the one opened before it in charge.
+    with thread_scope(4):
+        with thread_scope(2):
+            with thread_scope(4):
+                pass
+            assert setting[0] == 2
     assert setting[0] == 2
 
 

@@ -15,7 +15,8 @@ import numpy as np
 import torch
 
 from .._random import counter_uniform, stream_key
-from ._state import GibbsState, default_chunk
+from ._hyper import document_statistics
+from ._state import default_chunk
 from ._sweeps import STREAMS
 
 __all__ = ["ChainMemory", "draw_given_topics"]
@@ -34,20 +35,24 @@ class ChainMemory:
 
     Parameters
     ----------
-    word_topic : ndarray of int64, shape (n_features, n_components)
+    word_topic : ndarray of int32, shape (n_features, n_components)
         Word-topic counts summed over every shard's latest state.
 
     Attributes
     ----------
-    word_topic : ndarray of int64, shape (n_features, n_components)
+    word_topic : ndarray of int32, shape (n_features, n_components)
     shards : dict
         A shard's :meth:`~._state.GibbsCorpus.fingerprint` to its tokens' topics
         (one byte a token up to 256 topics, two up to 65,536).
+    documents : dict
+        A shard's fingerprint to its documents' :func:`~._hyper.document_statistics`
+        (what learning ``alpha`` from every shard needs).
     """
 
     def __init__(self, word_topic):
-        self.word_topic = np.asarray(word_topic, dtype=np.int64)
+        self.word_topic = np.asarray(word_topic, dtype=np.int32)
         self.shards = {}
+        self.documents = {}
 
     @classmethod
     def from_topics(cls, components, topic_tokens, beta):
@@ -60,27 +65,36 @@ class ChainMemory:
         V = components.shape[1]
         scale = np.asarray(topic_tokens, dtype=np.float64)[:, None] + V * beta
         counts = np.rint(components * scale - beta).clip(min=0)
-        return cls(counts.T.astype(np.int64))
+        return cls(counts.T)
 
-    def restore(self, corpus, n_components):
-        """A corpus's saved topics (or ``None``) and the counts of every other shard.
+    def background(self, corpus, z, n_components):
+        """The word-topic counts of every other shard: the total less those of
+        ``corpus``'s topics ``z`` (``None``: a new corpus), as an int32 array.
 
-        Returns
-        -------
-        z : int32 tensor of shape (n_tokens,) on the corpus's device, or None
-        background : ndarray of int64, shape (n_features, n_components)
+        Data-parallel, ``corpus`` is this rank's share and its counts are summed over
+        the ranks.
         """
-        z = self.topics(corpus)
         if z is None:
-            return None, self.word_topic
-        own = GibbsState(corpus, n_components, z).n_wk.cpu().numpy()
-        return z, self.word_topic - own
+            return self.word_topic
+        flat = corpus.word.to(torch.int64) * n_components + z.to(torch.int64)
+        own = torch.bincount(flat, minlength=corpus.n_features * n_components)
+        if corpus.collective is not None:
+            corpus.collective.sum_(own)
+        own = own.view(corpus.n_features, n_components).cpu().numpy()
+        return self.word_topic - own.astype(np.int32)
 
     def record(self, state):
         """Keep a state's topics and make its counts (with its background) the total."""
         z = state.z.cpu().numpy().astype(_compact_dtype(state.n_components))
-        self.shards[state.corpus.fingerprint()] = z
-        self.word_topic = state.n_wk.cpu().numpy().astype(np.int64)
+        key = state.corpus.fingerprint()
+        self.shards[key] = z
+        self.documents[key] = document_statistics(state.n_dk)
+        self.word_topic = state.n_wk.cpu().numpy().astype(np.int32)
+
+    def other_documents(self, corpus):
+        """The document statistics of every shard but ``corpus``."""
+        key = corpus.fingerprint()
+        return [stats for shard, stats in self.documents.items() if shard != key]
 
     def topics(self, corpus):
         """A corpus's saved topics as an int32 tensor on its device, or ``None``."""
@@ -116,11 +130,12 @@ def draw_given_topics(corpus, components, alpha, seed):
     K = word_topic.shape[1]
     z = torch.empty(corpus.n_tokens, dtype=torch.int32, device=device)
     n_dk = None
+    chunk = default_chunk(K, device=device)
     for round_ in range(2):
         key = stream_key(seed, STREAMS["given_topics"], round_)
         new = torch.empty_like(z)
-        for start in range(0, corpus.n_tokens, default_chunk(K, device=device)):
-            stop = min(start + default_chunk(K, device=device), corpus.n_tokens)
+        for start in range(0, corpus.n_tokens, chunk):
+            stop = min(start + chunk, corpus.n_tokens)
             word = corpus.word[start:stop].to(torch.int64)
             p = word_topic.index_select(0, word)
             if n_dk is None:

@@ -17,12 +17,13 @@ The per-topic sums of the numerator are order-independent on every device
 (:func:`topic_sums`), so that a learned ``alpha`` is bit-identical for a seed on a
 GPU too.
 
-Maths only: imports torch, never scikit-learn.
+Maths only: imports numpy and torch, never scikit-learn.
 """
 
+import numpy as np
 import torch
 
-__all__ = ["optimize_alpha", "optimize_beta", "topic_sums"]
+__all__ = ["document_statistics", "optimize_alpha", "optimize_beta", "topic_sums"]
 
 _MIN_CONCENTRATION = 1e-6
 
@@ -68,7 +69,29 @@ def fixed_point_topic_sums(topic, values, n_topics):
     return total.to(torch.float64) / scale
 
 
-def optimize_alpha(n_dk, alpha, n_iter=50, tol=1e-6, collective=None):
+def document_statistics(n_dk):
+    """What :func:`optimize_alpha` needs of a corpus's documents, compactly.
+
+    Minka's iteration reads the counts only through ``psi(n_dk + alpha_k)`` and
+    ``psi(n_d + alpha_0)``, so equal counts can be weighted by how often they occur
+    (the histogram form of Wallach's thesis and Mallet).
+
+    Returns
+    -------
+    statistics : tuple of int64 arrays
+        ``(topic, count, weight)`` of the non-zero ``n_dk`` values, and ``(length,
+        weight)`` of the non-zero document lengths.
+    """
+    K = n_dk.shape[1]
+    nz, values = _nonzero_values(n_dk)
+    key = (values.to(torch.int64) * K + nz % K).cpu().numpy()
+    cells, cell_weight = np.unique(key, return_counts=True)
+    n_d = n_dk.sum(1, dtype=torch.int64).cpu().numpy()
+    lengths, length_weight = np.unique(n_d[n_d > 0], return_counts=True)
+    return cells % K, cells // K, cell_weight, lengths, length_weight
+
+
+def optimize_alpha(n_dk, alpha, n_iter=50, tol=1e-6, collective=None, others=None):
     """Asymmetric ``alpha`` maximising the evidence of the counts ``n_dk``.
 
     Parameters
@@ -83,6 +106,9 @@ def optimize_alpha(n_dk, alpha, n_iter=50, tol=1e-6, collective=None):
         When ``n_dk`` holds one rank's documents of a data-parallel corpus: the sums
         over documents are summed over the ranks too, so every rank learns the
         whole corpus's ``alpha``.
+    others : list of tuple or None
+        :func:`document_statistics` of more documents (the other shards of an online
+        fit), whose sums are added to those of ``n_dk``.
 
     Returns
     -------
@@ -93,26 +119,44 @@ def optimize_alpha(n_dk, alpha, n_iter=50, tol=1e-6, collective=None):
     alpha = torch.as_tensor(alpha, dtype=torch.float64, device=device).clone()
     n_d = n_dk.sum(1, dtype=torch.int64)
     n_d = n_d[n_d > 0].to(torch.float64)
-    if collective is None and n_d.numel() == 0:
-        return alpha
     nz, values = _nonzero_values(n_dk)
     topic = nz % K
+    extra = _stacked(others, device)
+    if collective is None and n_d.numel() == 0 and extra is None:
+        return alpha
     for _ in range(n_iter):
         alpha_sum = alpha.sum()
         alpha_t = alpha[topic]
         numer = topic_sums(topic, torch.digamma(values + alpha_t) - torch.digamma(alpha_t), K)
         denom = (torch.digamma(n_d + alpha_sum) - torch.digamma(alpha_sum)).sum().view(1)
+        if extra is not None:
+            e_topic, e_count, e_weight, e_length, e_length_weight = extra
+            e_alpha = alpha[e_topic]
+            numer += topic_sums(e_topic, e_weight * (torch.digamma(e_count + e_alpha)
+                                                     - torch.digamma(e_alpha)), K)
+            denom += (e_length_weight * (torch.digamma(e_length + alpha_sum)
+                                         - torch.digamma(alpha_sum))).sum()
         if collective is not None:
             collective.sum_(numer)
             collective.sum_(denom)
-            if float(denom) == 0:  # no rank has a document with tokens
-                return alpha
+        if float(denom) == 0:  # no document with tokens (on any rank, in any shard)
+            return alpha
         new = (alpha * numer / denom).clamp_min(_MIN_CONCENTRATION)
         change = float(((new - alpha).abs() / alpha).max())
         alpha = new
         if change < tol:
             break
     return alpha
+
+
+def _stacked(statistics, device):
+    """Several :func:`document_statistics` as one, on ``device`` (``None`` if none)."""
+    if not statistics:
+        return None
+    parts = [np.concatenate([s[i] for s in statistics]) for i in range(5)]
+    topic = torch.as_tensor(parts[0], dtype=torch.int64, device=device)
+    return (topic, *(torch.as_tensor(p, dtype=torch.float64, device=device)
+                     for p in parts[1:]))
 
 
 def optimize_beta(n_wk, n_k, beta, n_iter=50, tol=1e-6):

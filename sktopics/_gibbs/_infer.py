@@ -62,7 +62,8 @@ def document_blocks(indptr, max_docs, max_cells):
     n_docs = len(indptr) - 1
     blocks, start = [], 0
     while start < n_docs:
-        last = int(np.searchsorted(indptr, indptr[start] + max_cells, side="right")) - 1
+        limit = int(indptr[start]) + int(max_cells)  # Python ints: int32 pointers overflow
+        last = int(np.searchsorted(indptr, limit, side="right")) - 1
         stop = min(max(last, start + 1), start + max_docs, n_docs)
         blocks.append((start, stop))
         start = stop

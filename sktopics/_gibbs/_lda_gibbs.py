@@ -1,5 +1,6 @@
 """LDAGibbs: collapsed-Gibbs LDA as a scikit-learn estimator (torch internals)."""
 
+import copy
 import time
 from numbers import Integral, Real
 from typing import NamedTuple
@@ -447,8 +448,11 @@ class LDAGibbs(BaseTopicModel):
         corpus = GibbsCorpus(X, device, collective)
         warm = warm and getattr(self, "components_", None) is not None
         run = getattr(self, "_interrupted_run", None) if warm and not online else None
-        if run is not None and run.fingerprint != corpus.fingerprint():
-            run = None  # another corpus: a new run, not the interrupted one's end
+        if run is not None and (run.fingerprint != corpus.fingerprint()
+                                or run.last - run.first != self.max_iter):
+            run = None  # another corpus or plan: a new run, not the interrupted one's end
+        elif run is not None:
+            run = copy.deepcopy(run)  # the saved run stays as it was if this fit fails
         if warm:
             alpha = np.asarray(self.doc_topic_prior_, dtype=np.float64)
             beta = float(self.topic_word_prior_)
@@ -464,20 +468,22 @@ class LDAGibbs(BaseTopicModel):
         seed = run.seed
 
         memory = self._memory_for(online, warm, K, beta)
+        z = None if memory is None else memory.topics(corpus)
         if collective is not None and memory is not None:
             # Every rank continues its share's topics, or none does.
-            known = memory.topics(corpus) is not None
-            if collective.sum(int(known)) not in (0, collective.world_size):
-                collective.agree(None if known else "this rank's documents are new to the "
-                                 "model while other ranks' were trained on before: pass "
-                                 "every rank the same shard's share each time.")
-        z, background = (None, None) if memory is None else memory.restore(corpus, K)
+            if collective.sum(int(z is not None)) not in (0, collective.world_size):
+                collective.agree(None if z is not None else "this rank's documents are new "
+                                 "to the model while other ranks' were trained on before: "
+                                 "pass every rank the same shard's share each time.")
+        background = None if memory is None else memory.background(corpus, z, K)
         if not online:
             background = None  # fit models X alone
         if z is None:
             z = (draw_given_topics(corpus, self.components_, alpha, seed) if warm
                  else random_init(corpus, K, seed))
         state = GibbsState(corpus, K, z, background)
+        # The tokens the log joint covers: every rank's, data-parallel.
+        n_tokens = corpus.n_tokens if collective is None else collective.sum(corpus.n_tokens)
 
         algorithm = self._resolve_algorithm(device)
         if collective is not None and algorithm == "sequential":
@@ -510,7 +516,9 @@ class LDAGibbs(BaseTopicModel):
 
             if self.optimize_interval is not None and sweep > self.burn_in \
                     and sweep % self.optimize_interval == 0:
-                alpha = optimize_alpha(state.n_dk, alpha, collective=collective).cpu().numpy()
+                others = memory.other_documents(corpus) if online and memory else None
+                alpha = optimize_alpha(state.n_dk, alpha, collective=collective,
+                                       others=others).cpu().numpy()
                 beta = optimize_beta(state.n_wk, state.n_k, beta)
                 alpha_device = torch.as_tensor(alpha, dtype=torch.float32, device=device)
             if sweep in sample_sweeps:
@@ -522,14 +530,14 @@ class LDAGibbs(BaseTopicModel):
             if sweep % self.evaluate_every == 0 or sweep == run.last:
                 ll = log_joint(state, alpha, beta)
                 trace.append(ll)
-                trace_tokens.append(corpus.n_tokens)
+                trace_tokens.append(n_tokens)
                 trace_sweeps.append(sweep)
                 if self.verbose and (collective is None or collective.rank == 0):
                     elapsed = time.perf_counter() - tic
                     print(
                         f"[LDAGibbs] sweep {sweep:5d}  "
                         f"{tokens_done / max(elapsed, 1e-9) / 1e6:7.2f} M tokens/s  "
-                        f"log p(w,z)/token {ll / max(corpus.n_tokens, 1):.4f}",
+                        f"log p(w,z)/token {ll / max(n_tokens, 1):.4f}",
                         flush=True,
                     )
                     tic = time.perf_counter()
@@ -555,7 +563,7 @@ class LDAGibbs(BaseTopicModel):
         self._interrupted_run = run.detach() if interrupted else None
         if online or self.warm_start or interrupted:
             if memory is None or not online:
-                memory = ChainMemory(np.zeros((X.shape[1], K), dtype=np.int64))
+                memory = ChainMemory(np.zeros((X.shape[1], K), dtype=np.int32))
             memory.record(state)
         else:
             memory = None

@@ -10,15 +10,16 @@ Count tables are integers: ``n_dk`` (D, K) and ``n_wk`` (V, K) in int32 (word-ma
 so that one word's row is contiguous) and ``n_k`` (K,) in int64. Integer counts
 are exact, so rebuilding them is bit-reproducible on every device.
 
-Maths only: imports numpy and torch, never scikit-learn.
+Maths only: numpy, scipy and torch (and the count fingerprint), never scikit-learn.
 """
 
 import functools
-import hashlib
 
 import numpy as np
 import scipy.sparse as sp
 import torch
+
+from ..utils._fingerprint import count_fingerprint
 
 __all__ = ["GibbsCorpus", "GibbsState", "chunk_bounds", "default_chunk"]
 
@@ -72,6 +73,7 @@ class GibbsCorpus:
     """
 
     def __init__(self, X, device, collective=None):
+        source = X
         X = sp.csc_matrix(X)
         X.sum_duplicates()
         n_docs, n_features = X.shape
@@ -84,7 +86,7 @@ class GibbsCorpus:
         del running
         word = np.repeat(np.arange(n_features, dtype=np.int32), word_length)
         doc_length = np.bincount(doc, minlength=n_docs).astype(np.int64)
-        self._fingerprint = _hash_cells(X, counts)
+        self._fingerprint = count_fingerprint(source)
 
         self.device = torch.device(device)
         self.n_docs = int(n_docs)
@@ -128,31 +130,10 @@ class GibbsCorpus:
         return torch.argsort(self.doc, stable=True)
 
     def fingerprint(self):
-        """The identity of the token arrays, to recognise the same corpus again.
-
-        A 128-bit BLAKE2 digest of the shape and of the cells (document, word, count)
-        in column order: any change of a count or of where it stands changes it, and
-        so does moving tokens between documents of equal length.
-        """
+        """The identity of the counts, to recognise the same corpus again
+        (:func:`~sktopics.utils._fingerprint.count_fingerprint`)."""
         return self._fingerprint
 
-
-def _hash_cells(X, counts):
-    """Digest of a canonical CSC matrix's shape and cells (O(nnz), no token copy).
-
-    Cells whose count is zero (explicit zeros, values rounded to zero) are left out,
-    so that equal tokens give equal digests.
-    """
-    if not counts.all():
-        X = sp.csc_matrix((counts, X.indices, X.indptr), shape=X.shape)
-        X.eliminate_zeros()
-        counts = X.data
-    digest = hashlib.blake2b(digest_size=16)
-    digest.update(np.asarray(X.shape, dtype=np.int64).tobytes())
-    for part in (X.indptr.astype(np.int64, copy=False), X.indices.astype(np.int64, copy=False),
-                 counts):
-        digest.update(np.ascontiguousarray(part).tobytes())
-    return digest.hexdigest()
 
 
 class GibbsState:

@@ -313,7 +313,10 @@ def mh_sweep(state, alpha, beta, seed, sweep, chunk, n_cycles=1):
     frozen = (state.z, corpus.word_start, corpus.word_length, z_by_doc, corpus.doc_start,
               corpus.doc_length)
     tables = (state.n_dk, state.n_wk, state.n_k)
-    word_proposal = None if state.background is None else state.own_word_topic()
+    # The word proposal picks among this corpus's own tokens: when n_wk holds more (other
+    # shards, other ranks), the acceptance needs the counts it really drew from.
+    own = state.own_word_topic()
+    word_proposal = None if own is state.n_wk else own
     keys = [
         [stream_key(seed, STREAMS[name], sweep * n_cycles + c)
          for name in ("mh_word", "mh_word_accept", "mh_doc", "mh_doc_accept")]

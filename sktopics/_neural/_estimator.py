@@ -10,6 +10,7 @@ from skorch.helper import predefined_split
 
 from .._base import BaseTopicModel
 from .._generative import GenerativeView, LogisticNormalPrior, laplace_logistic_normal
+from ..utils._fingerprint import count_fingerprint
 from ..utils._sklearn_compat import Interval, StrOptions
 from ..utils._torch import FrozenModule, evaluation_mode, make_generator, rng_scope
 from ..utils._validation import check_doc_topic_prior
@@ -103,8 +104,13 @@ class NeuralTopicModel(BaseTopicModel):
                 f"got {X.shape[0]}."
             )
         warm = warm and hasattr(self, "net_")
-        # A warm fit after an interrupted one finishes that run, with its seed.
+        # A warm fit after an interrupted one, on the same data with the same plan,
+        # finishes that run, with its seed.
+        fingerprint = count_fingerprint(X)
         run = getattr(self, "_interrupted_run", None) if warm and epochs is None else None
+        if run is not None and (run["fingerprint"] != fingerprint
+                                or run["max_iter"] != self.max_iter):
+            run = None
         if run is not None:
             seed = run["seed"]
         train, valid = self._split_validation(X, seed)
@@ -137,26 +143,29 @@ class NeuralTopicModel(BaseTopicModel):
             monitor.prepare(stop, train, valid, None if run is None else run["monitor"])
             before = _TrainingState(net, norms) if warm else None
             try:
-                net.partial_fit(CSRDataset(train))
+                try:
+                    net.partial_fit(CSRDataset(train))
+                finally:
+                    net.train_split = None  # keeps validation data out of pickles
+                    monitor.prepare(None, None, None, None)
+                if stop is not None and stop.presses > 1:
+                    # skorch swallowed the second Ctrl-C half-way through an epoch.
+                    raise KeyboardInterrupt("stopped at once by a second Ctrl-C")
+                self._rng_state = rng_state()
+                done = len(net.history)
+                interrupted = stop is not None and stop.requested and done < last
+                self._interrupted_run = (
+                    {"seed": seed, "last": last, "max_iter": self.max_iter,
+                     "fingerprint": fingerprint, "monitor": monitor.progress()}
+                    if interrupted else None
+                )
+                self._freeze_batch_norm(train, seed)
+                self.components_ = self._topic_word()
             except BaseException:
                 if before is not None:  # the estimator's attributes are restored too
                     before.restore(net)
                 raise
-            finally:
-                net.train_split = None  # keeps validation data out of pickles
-                monitor.prepare(None, None, None, None)
-            if net.history and "train_loss" not in net.history[-1]:
-                del net.history[-1]  # an epoch stopped half-way by a second Ctrl-C
-            self._rng_state = rng_state()
-            done = len(net.history)
-            interrupted = stop is not None and stop.requested and done < last
-            self._interrupted_run = (
-                {"seed": seed, "last": last, "monitor": monitor.progress()}
-                if interrupted else None
-            )
-            self._freeze_batch_norm(train, seed)
         self.n_iter_ = len(net.history)
-        self.components_ = self._topic_word()
         self.topic_word_prior_ = None
         self._warn_if_collapsed()
         return self

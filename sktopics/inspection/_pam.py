@@ -13,11 +13,22 @@ class PAMHierarchyDisplay(DisplayMixin):
     """The hierarchy of a fitted two-level PAM (PAMVI 4-PAM, MoLDA), drawn left to right.
 
     Root, then the super-topics (MoLDA: the components), then the sub-topics, each
-    labelled with its top words. An edge's width is its weight in
-    ``level_weights_`` (the share of the tokens through a node that continue to a
-    child); a super-topic draws its strongest ``max_edges`` edges above
-    ``min_weight``. Sub-topics are grouped under the super-topic that leads to them
+    labelled with its top words. A super-topic is labelled with the words that set it
+    apart: those its sub-topics weigh far more than the super-topics do on average
+    (``p_s(w) log(p_s(w) / p(w))``), not the words every super-topic shares.
+
+    An edge shows how much more often than uniform a super-topic's tokens go on to a
+    sub-topic: its weight in ``level_weights_`` (the share of the tokens through
+    the node that continue to the child) times the number of sub-topics, written on
+    the edge (``x2.1``); its width grows with that ratio. A super-topic draws its
+    strongest ``max_edges`` edges above ``min_weight``, and every sub-topic its
+    strongest edge, dashed when it is below ``min_weight``, so that none is left
+    unconnected. Sub-topics are grouped under the super-topic that leads to them
     most, so the picture stays readable at 50 sub-topics.
+
+    ``level_weights_`` averages the documents' own distributions over the
+    children, which are much sharper (see the PAM user guide): weights near uniform
+    mean that documents use different children, not that none is preferred.
 
     Parameters
     ----------
@@ -74,7 +85,7 @@ class PAMHierarchyDisplay(DisplayMixin):
         root, sub = weights[0][0], weights[1]
         vocabulary = feature_names if feature_names is not None else vocabulary_of(estimator)
         words = top_words(model.components_, top_n, vocabulary)
-        super_words = top_words(sub @ model.components_, 3, vocabulary)
+        super_words = top_words(_distinctive(sub @ model.components_, root), 3, vocabulary)
         super_labels = [f"{s}: " + " ".join(map(str, w)) for s, w in enumerate(super_words)]
         sub_labels = [f"{k}: " + " ".join(map(str, w)) for k, w in enumerate(words)]
         n_super, n_sub = sub.shape
@@ -104,22 +115,52 @@ class PAMHierarchyDisplay(DisplayMixin):
                             if np.any(owner == s) else 1.0 - (s + 0.5) / n_super
                             for s in range(n_super)])
         x_root, x_super, x_sub = 0.02, 0.30, 0.58
-        scale = 7.0 / max(self.sub_weights.max(), 1e-12)
+        lift = self.sub_weights * n_sub  # 1: as often as uniform
+        width = 6.0 / max(lift.max() - 1.0, 1e-12)
         for s in range(n_super):
             ax.plot([x_root, x_super], [0.5, y_super[s]], color="grey",
                     linewidth=0.5 + 6 * self.root_weights[s], alpha=0.6)
-            for k in np.argsort(-self.sub_weights[s], kind="stable")[: self.max_edges]:
-                if self.sub_weights[s, k] > self.min_weight:
-                    ax.plot([x_super, x_sub], [y_super[s], y_sub[k]], color=f"C{s % 10}",
-                            linewidth=0.5 + scale * self.sub_weights[s, k], alpha=0.6)
+        for s, k in _drawn_edges(self.sub_weights, self.min_weight, self.max_edges):
+            weak = self.sub_weights[s, k] <= self.min_weight
+            y = (y_super[s], y_sub[k])
+            ax.plot([x_super, x_sub], y, color=f"C{s % 10}", alpha=0.6,
+                    linestyle=":" if weak else "-",
+                    linewidth=0.5 + width * max(lift[s, k] - 1.0, 0.0))
+            ax.text(x_super + 0.86 * (x_sub - x_super), y[0] + 0.86 * (y[1] - y[0]),
+                    f"x{lift[s, k]:.1f}", fontsize=6, color=f"C{s % 10}", ha="center",
+                    va="center", bbox=dict(boxstyle="round,pad=0.1", facecolor="white",
+                                           edgecolor="none", alpha=0.7))
+        for s in range(n_super):
             ax.text(x_super, y_super[s], self.super_labels[s], ha="center", va="center",
                     fontsize=9, bbox=dict(boxstyle="round", facecolor=f"C{s % 10}", alpha=0.3))
         for k in range(n_sub):
             ax.text(x_sub + 0.01, y_sub[k], self.sub_labels[k], ha="left", va="center",
                     fontsize=8 if n_sub <= 30 else 7, color=f"C{owner[k] % 10}")
         ax.text(x_root, 0.5, "root", ha="left", va="bottom", fontsize=10)
+        ax.text(x_super, -0.02, f"edges: how often a super-topic's tokens go on to a "
+                f"sub-topic, against uniform (1/{n_sub}); dotted: a sub-topic's strongest edge "
+                "below min_weight", fontsize=7, color="grey", ha="left", va="top")
         ax.set_xlim(0, 1)
         ax.set_ylim(0, 1)
         ax.axis("off")
         return self._drawn(ax)
 
+
+def _distinctive(super_word, root_weights):
+    """Scores ranking the words that set each super-topic apart: ``p_s(w) log(p_s(w) /
+    p(w))``, with ``p(w)`` the super-topics' mixture under the root's weights."""
+    p = super_word / super_word.sum(1, keepdims=True)
+    mixture = np.asarray(root_weights, dtype=np.float64) @ p
+    return p * np.log(np.maximum(p, 1e-300) / np.maximum(mixture, 1e-300))
+
+
+def _drawn_edges(weights, min_weight, max_edges):
+    """The edges to draw: each super-topic's strongest ``max_edges`` above ``min_weight``,
+    and every sub-topic's strongest, as ``(super, sub)`` pairs."""
+    edges = set()
+    for s in range(weights.shape[0]):
+        for k in np.argsort(-weights[s], kind="stable")[:max_edges]:
+            if weights[s, k] > min_weight:
+                edges.add((s, int(k)))
+    edges.update((int(s), k) for k, s in enumerate(np.argmax(weights, axis=0)))
+    return sorted(edges)

@@ -17,10 +17,12 @@ __all__ = ["StopRequest", "deferred_interrupt"]
 
 
 class StopRequest:
-    """Whether the user asked the running fit to stop (``requested``)."""
+    """Whether the user asked the running fit to stop (``requested``), and how many
+    times they pressed Ctrl-C (``presses``: a second press stops at once)."""
 
     def __init__(self):
         self.requested = False
+        self.presses = 0
 
 
 @contextlib.contextmanager
@@ -52,6 +54,7 @@ def deferred_interrupt(owner, step):
         return
 
     def handler(signum, frame):
+        request.presses += 1
         if request.requested:
             signal.signal(signal.SIGINT, previous)
             previous(signum, frame)

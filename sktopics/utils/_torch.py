@@ -201,35 +201,92 @@ def resolve_n_jobs(n_jobs):
     return int(n_jobs) if n_jobs > 0 else max(1, cores + 1 + int(n_jobs))
 
 
-#: The open thread scopes of the process: torch's setting is process-wide.
+@functools.cache
+def _per_thread_setting():
+    """Whether torch keeps its thread count per thread: with OpenMP (the usual build on
+    Linux) each thread has its own, and a thread starts with the value last set in any
+    thread; torch's native pool has one setting for the process."""
+    return "parallel backend: OpenMP" in torch.__config__.parallel_info()
+
+
+def _in_new_thread(function):
+    """``function()`` called in a thread of its own (it sees the setting a new thread
+    starts with)."""
+    result = []
+    worker = threading.Thread(target=lambda: result.append(function()))
+    worker.start()
+    worker.join()
+    return result[0]
+
+
+class _Scope:
+    """An open scope (compared by identity) and the thread count it wants."""
+
+    def __init__(self, wanted):
+        self.wanted = wanted
+
+
 _scopes_lock = threading.Lock()
-_open_scopes = []  # the thread count each open scope wants, in the order they opened
-_setting_outside = []  # torch's setting before the first of them opened
+_open_scopes = []  # the open scopes, in the order they opened
+_before_scopes = []  # the setting before the first of them opened (see thread_scope)
 
 
 @contextlib.contextmanager
 def thread_scope(n_jobs):
     """Run the block with :func:`resolve_n_jobs` torch threads, then restore the caller's.
 
-    torch's setting is process-wide, so overlapping scopes (nested calls, or calls
-    from several threads: joblib's threading backend, Dask) share it: while several
-    are open, torch uses the thread count of the one opened last that is still
-    open, and when the last one closes the setting is what it was before the first
-    one opened. A block's results do not depend on its thread count.
+    Calls that overlap (nested, or from several threads: joblib's threading backend,
+    Dask) are safe. With OpenMP each thread has its own setting: a block sets and
+    restores its own thread's, and since every change also sets the value new threads
+    start with, that value is put back when the last open block of the process
+    closes. With one process-wide setting (torch's native pool) the blocks share it:
+    while several are open torch uses the thread count of the one opened last that is
+    still open, and when the last one closes the setting is what it was before the
+    first one opened. A block's results do not depend on its thread count.
     """
+    wanted = resolve_n_jobs(n_jobs)
+    within = _own_thread_scope if _per_thread_setting() else _process_scope
+    with within(wanted):
+        yield wanted
+
+
+@contextlib.contextmanager
+def _own_thread_scope(wanted):
+    scope = _Scope(wanted)
     with _scopes_lock:
-        wanted = resolve_n_jobs(n_jobs)
         if not _open_scopes:
-            _setting_outside[:] = [torch.get_num_threads()]
-        _open_scopes.append(wanted)
+            _before_scopes[:] = [_in_new_thread(torch.get_num_threads)]
+        _open_scopes.append(scope)
+    before = torch.get_num_threads()
+    if before != wanted:
+        torch.set_num_threads(wanted)
+    try:
+        yield
+    finally:
+        if torch.get_num_threads() != before:
+            torch.set_num_threads(before)
+        with _scopes_lock:
+            _open_scopes.remove(scope)
+            default = _before_scopes[0]
+            if not _open_scopes and _in_new_thread(torch.get_num_threads) != default:
+                _in_new_thread(lambda: torch.set_num_threads(default))
+
+
+@contextlib.contextmanager
+def _process_scope(wanted):
+    scope = _Scope(wanted)
+    with _scopes_lock:
+        if not _open_scopes:
+            _before_scopes[:] = [torch.get_num_threads()]
+        _open_scopes.append(scope)
         if torch.get_num_threads() != wanted:
             torch.set_num_threads(wanted)
     try:
-        yield wanted
+        yield
     finally:
         with _scopes_lock:
-            _open_scopes.remove(wanted)
-            restore = _open_scopes[-1] if _open_scopes else _setting_outside[0]
+            _open_scopes.remove(scope)
+            restore = _open_scopes[-1].wanted if _open_scopes else _before_scopes[0]
             if torch.get_num_threads() != restore:
                 torch.set_num_threads(restore)
 
