@@ -1,6 +1,7 @@
 """Why PAMVI's super-to-sub weights look near-uniform, where tomotopy's look sharp.
 
-BBC News (the shipped corpus, training split; ran at commit b51da54 on the 2-core VM), PAM with 5 super- and 30 sub-topics:
+BBC News (the shipped corpus, training split; ran at commit b51da54 on the 2-core VM),
+PAM with 5 super- and 30 sub-topics:
 PAMVI at its defaults (subtopic_prior 1.0) and with a sparser symmetric prior (0.1),
 against tomotopy's PAModel (Gibbs, its Dirichlet priors learned) at the same sizes.
 For each, the corpus-level super->sub weights (PAMVI: ``level_weights_``, the
