@@ -66,20 +66,31 @@ def write_results(name, payload, table_markdown):
 
 
 def markdown_to_rst(text):
-    """Turn the header line(s) and one markdown table into reStructuredText."""
+    """Turn a results page (heading lines, paragraphs and markdown tables, in any order)
+    into reStructuredText: headings become bold paragraphs, tables list-tables, in
+    place."""
     out, table = [], []
+
+    def flush():
+        if table:
+            out.extend(["", ".. list-table::", "   :header-rows: 1", ""])
+            for row in table:
+                out.append("   * - " + (row[0] or ".."))
+                out.extend("     - " + (cell or "..") for cell in row[1:])
+            out.append("")
+            table.clear()
+
     for line in text.splitlines():
         if line.startswith("|"):
             if not set(line) <= set("|-: "):
                 table.append([cell.strip() for cell in line.strip("|").split("|")])
-        elif line.strip():
-            out.append(line)
-    if table:
-        out += ["", ".. list-table::", "   :header-rows: 1", ""]
-        for row in table:
-            out.append("   * - " + (row[0] or ".."))
-            out += ["     - " + (cell or "..") for cell in row[1:]]
-    return "\n".join(out) + "\n"
+            continue
+        flush()
+        if line.startswith("#"):
+            line = "**" + line.lstrip("#").strip() + "**"
+        out.append(line)
+    flush()
+    return "\n".join(out).strip("\n") + "\n"
 
 
 def markdown_table(rows, columns):
