@@ -5,6 +5,7 @@ import os
 import platform
 import subprocess
 import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -27,17 +28,11 @@ def machine():
     import sklearn
     import torch
 
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
+    cpu = machine_cpu()
     info = {
-        "cpu": cpu,
+        "cpu": cpu["cpu"],
         "cpu_count": os.cpu_count(),
+        "simd": cpu["simd"],
         "torch_threads": torch.get_num_threads(),
         "gpu": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None,
         "python": platform.python_version(),
@@ -51,18 +46,139 @@ def machine():
             ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
             cwd=Path(__file__).parent, check=False,
         ).stdout.strip()
+        # Whether the package's tracked files differ from that commit.
+        info["package_modified"] = bool(subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no", "--", "../sktopics"],
+            capture_output=True, text=True, cwd=Path(__file__).parent, check=False,
+        ).stdout.strip())
     except OSError:
         pass
     return info
 
 
-def write_results(name, payload, table_markdown):
-    """Write ``results/<name>.json``, ``results/<name>.md`` and, for the docs, ``.rst``."""
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / f"{name}.json").write_text(json.dumps(payload, indent=2, default=str) + "\n")
-    (RESULTS / f"{name}.md").write_text(table_markdown)
-    (RESULTS / f"{name}.rst").write_text(markdown_to_rst(table_markdown))
+def write_results(name, payload, table_markdown, directory=None):
+    """Write ``<name>.json``, ``<name>.md`` and, for the docs, ``.rst`` to ``directory``
+    (default ``results/``; a trial run passes another folder)."""
+    directory = RESULTS if directory is None else Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / f"{name}.json").write_text(json.dumps(payload, indent=2, default=str) + "\n")
+    (directory / f"{name}.md").write_text(table_markdown)
+    (directory / f"{name}.rst").write_text(markdown_to_rst(table_markdown))
     print(table_markdown)
+
+
+def _cpu_jiffies():
+    """``(busy, steal)`` clock ticks of the whole machine since boot (``/proc/stat``)."""
+    try:
+        with open("/proc/stat") as stat:
+            fields = [int(v) for v in stat.readline().split()[1:]]
+    except (OSError, ValueError):
+        return None
+    # user nice system idle iowait irq softirq steal [guest guest_nice: inside user]
+    busy = fields[0] + fields[1] + fields[2] + fields[5] + fields[6]
+    return busy, (fields[7] if len(fields) > 7 else 0)
+
+
+class MachineLoad:
+    """What else ran on the machine while a benchmark did.
+
+    Records the load averages at the start and the end, samples the 1-minute load
+    average every ``interval`` seconds, and, from ``/proc/stat`` and this process's own
+    CPU time, the cores that **other** processes kept busy on average (and the time the
+    hypervisor stole, on a VM). ``summary()`` returns a dict for the JSON; ``verdict``
+    is ``"quiet"`` when other processes averaged under ``quiet_cores`` cores and the
+    1-minute load average at the start was under 0.5, else ``"shared"``; ``sentence()``
+    says it in words for the results page.
+    """
+
+    def __init__(self, interval=5.0, quiet_cores=0.1):
+        self.interval, self.quiet_cores = interval, quiet_cores
+
+    def __enter__(self):
+        self.start = os.getloadavg()
+        self.uptime_start = _uptime()
+        self.samples = [self.start[0]]
+        self._jiffies, self._own = _cpu_jiffies(), _own_cpu_seconds()
+        self._tic = time.monotonic()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._watch, daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()
+        self.wall = time.monotonic() - self._tic
+        self.end = os.getloadavg()
+        self.uptime_end = _uptime()
+        self.samples.append(self.end[0])
+        jiffies, own = _cpu_jiffies(), _own_cpu_seconds()
+        self.other_cores = self.steal_cores = None
+        if jiffies and self._jiffies and self.wall > 0:
+            hz = os.sysconf("SC_CLK_TCK")
+            busy = (jiffies[0] - self._jiffies[0]) / hz
+            self.other_cores = max(0.0, busy - (own - self._own)) / self.wall
+            self.steal_cores = (jiffies[1] - self._jiffies[1]) / hz / self.wall
+
+    def _watch(self):
+        while not self._stop.wait(self.interval):
+            self.samples.append(os.getloadavg()[0])
+
+    @property
+    def verdict(self):
+        if self.other_cores is None:
+            return "unknown"
+        quiet = self.other_cores < self.quiet_cores and self.start[0] < 0.5
+        return "quiet" if quiet else "shared"
+
+    def summary(self):
+        return {"load_average_start": self.start, "load_average_end": self.end,
+                "load_1min_max_sampled": max(self.samples), "uptime_start": self.uptime_start,
+                "uptime_end": self.uptime_end, "wall_seconds": self.wall,
+                "other_processes_cores": self.other_cores, "steal_cores": self.steal_cores,
+                "cpu_count": os.cpu_count(), "verdict": self.verdict}
+
+    def sentence(self):
+        def fmt(triple):
+            return ", ".join(f"{v:.2f}" for v in triple)
+
+        text = (f"Load average (1, 5, 15 min): {fmt(self.start)} at the start, "
+                f"{fmt(self.end)} at the end, 1-minute peak {max(self.samples):.2f} "
+                f"(sampled every {self.interval:g} s)")
+        if self.other_cores is not None:
+            text += (f"; other processes kept {self.other_cores:.2f} of {os.cpu_count()} cores "
+                     f"busy on average, {self.steal_cores:.2f} stolen by the hypervisor")
+        return text + f". Machine: **{self.verdict}** during this run (quiet: other " \
+            f"processes under {self.quiet_cores:g} core on average and a 1-minute load " \
+            "average under 0.5 at the start)."
+
+
+def _own_cpu_seconds():
+    times = os.times()
+    return times.user + times.system + times.children_user + times.children_system
+
+
+def _uptime():
+    try:
+        return subprocess.run(["uptime"], capture_output=True, text=True, check=False).stdout.strip()
+    except OSError:
+        return None
+
+
+def machine_cpu():
+    """The CPU's model name, its core count and its widest SIMD (from /proc/cpuinfo)."""
+    cpu, flags, named = platform.processor() or platform.machine(), set(), False
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name") and not named:
+                cpu, named = line.split(":", 1)[1].strip(), True
+            if line.startswith("flags") and not flags:
+                flags = set(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    simd = ("AVX-512" if "avx512f" in flags else "AVX2" if "avx2" in flags
+            else "no AVX2" if flags else "SIMD unknown")
+    return {"cpu": cpu, "cpu_count": os.cpu_count(), "simd": simd}
 
 
 def markdown_to_rst(text):

@@ -7,26 +7,45 @@ Measures, on the same machine and in the same process (so ratios are meaningful)
    train), at K = 50 and K = 1000. Model construction and a few warm-up sweeps
    are excluded (``--warmup 50`` measures the steady state after burn-in, where
    tomotopy is faster than in its first sweeps). The systems are timed in
-   alternation, ``--repeats`` times each, and the best timing of each is kept.
-   LDAGibbs gets ``n_jobs=threads`` (its torch threads inside ``fit``),
-   tomotopy ``workers=threads``; ``lda`` and pyrmallet (RustMallet,
-   Mallet's SparseLDA) are single-threaded and have no warm start, so their sweeps
-   are timed as the difference of two fresh runs;
-   scikit-learn's batch VB uses ``n_jobs=threads`` and counts tokens x epochs.
+   alternation, one timing each per round, for ``--repeats`` rounds (default 5); the
+   tables give the **median** over the rounds with the min-max range, and a ratio's
+   median and range are those of the per-round ratios (two systems' timings of the
+   same round). LDAGibbs gets ``n_jobs=threads`` (its torch threads inside ``fit``),
+   tomotopy ``workers=threads``; ``lda`` and pyrmallet (RustMallet, Mallet's
+   SparseLDA) are single-threaded and have no warm start, so their sweeps are timed as
+   the difference of two fresh runs in the same round; scikit-learn's batch VB uses
+   ``n_jobs=threads`` and counts tokens x epochs (3 epochs less 1).
 2. **Time to perplexity**: BBC, K = 50 (``--ppl-k``), alpha = 0.1, beta = 0.01, no
    hyper-parameter optimisation. Each system trains in increments (pyrmallet, which
    cannot continue a chain, runs afresh to each checkpoint and is charged that run's
    time); after each increment the document-completion perplexity
-   (``_completion.py``, the same code for every system) of the OCTIS test split is computed
-   (evaluation time excluded). Reports the time to reach perplexity 900 and 870.
-3. **Quality at equal sweeps** on 20NG (and NYT with ``--nyt``).
+   (``_completion.py``, the same code for every system) of the OCTIS test split is
+   computed (evaluation time excluded). Checkpoints: every 10 sweeps up to 200
+   (``--ppl-checkpoints``). The time (and sweep) at which a system first reaches a
+   threshold (``--ppl-thresholds``, 900 and 870) is **interpolated linearly** in
+   perplexity between the first checkpoint at or below it and the one before; a
+   crossing at the first checkpoint is that checkpoint's time, an upper bound.
+   ``--ppl-repeats`` runs (seeds 0, 1, ...; default ``--repeats``), the systems in turn
+   within a run: medians with min-max ranges, ratios to tomotopy per seed.
+3. **Quality at equal sweeps** on 20NG (and NYT with ``--nyt``), one run.
+4. **Inference**: ``transform`` against tomotopy's and pyrmallet's ``infer`` on the
+   test documents, one thread, the calls alternating over ``--repeats`` rounds
+   (median, min-max), with each output's L1 distance to a reference posterior mean
+   made by sktopics' own fixed-topic sampler (the kernel of ``transform``, run longer):
+   a reference of the same method as ``transform``, not an independent one.
+
+The machine (CPU model, cores, SIMD), the commit, whether the package differs from
+it, the load averages at the start and the end and the cores other processes kept
+busy are recorded; the page calls the machine quiet or shared by that measurement.
 
 Usage::
 
-    python benchmarks/bench_gibbs.py                    # default, about 10 minutes
-    python benchmarks/bench_gibbs.py --quick            # smoke run, about 1 minute
+    python benchmarks/bench_gibbs.py --sections throughput --output-name gibbs_throughput
+    python benchmarks/bench_gibbs.py --quick --output-dir /tmp/gibbs_trial   # toy run
 
-Writes ``benchmarks/results/gibbs.json`` and ``benchmarks/results/gibbs.md``.
+Writes ``<output-dir>/<output-name>.{json,md,rst}`` (default
+``benchmarks/results/gibbs.*``) and, with a throughput section, the bar chart
+``<output-name>.png`` (``--replot`` redraws it from the JSON).
 """
 
 import argparse
@@ -49,6 +68,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import (  # noqa: E402
     RESULTS,
+    MachineLoad,
     default_data_home,
     doc_words,
     machine,
@@ -65,7 +85,17 @@ ALPHA, BETA = 0.1, 0.01
 
 
 # --------------------------------------------------------------------------- corpora
-def load_corpora(data_home, names):
+def load_corpora(data_home, names, max_docs=None):
+    """``{label: (train, test)}``; ``max_docs`` keeps the first documents of each split
+    (for a trial run of the script)."""
+    corpora = _load_corpora(data_home, names)
+    if max_docs:
+        corpora = {k: (sp.csr_matrix(a)[:max_docs], sp.csr_matrix(b)[:max_docs])
+                   for k, (a, b) in corpora.items()}
+    return corpora
+
+
+def _load_corpora(data_home, names):
     corpora = {}
     if "bbc" in names:
         bbc = load_octis("BBC_News", data_home, subset="all")
@@ -171,82 +201,176 @@ class PyrMallet:
         return phi
 
 
-# --------------------------------------------------------------------------- throughput
+# --------------------------------------------------------------------------- statistics
 def _time(fn):
     tic = time.perf_counter()
     fn()
     return time.perf_counter() - tic
 
 
+def _stats(values):
+    """``(median, min, max)`` of the finite values (NaN when there are none); ``inf``
+    (a threshold not reached) counts towards the median and the max."""
+    v = np.asarray([x for x in values if x is not None and not np.isnan(x)], dtype=float)
+    if not v.size:
+        return float("nan"), float("nan"), float("nan")
+    return float(np.median(v)), float(v.min()), float(v.max())
+
+
+def _fmt(value, digits=None):
+    if value is None or np.isnan(value):
+        return ""
+    if np.isinf(value):
+        return "not reached"
+    if digits is not None:
+        return f"{value:.{digits}f}"
+    return f"{value:.3f}" if abs(value) < 100 else f"{value:.1f}"
+
+
+def _cell(median, lo, hi, digits=None):
+    """``median (min-max)``, or the median alone when the range is one value."""
+    if median is None or np.isnan(median):
+        return ""
+    if lo == hi or np.isnan(lo):
+        return _fmt(median, digits)
+    return f"{_fmt(median, digits)} ({_fmt(lo, digits)}-{_fmt(hi, digits)})"
+
+
+def _ratios(numerators, denominators):
+    """Per-round ratios ``a_i / b_i`` (rounds paired by index)."""
+    return [a / b for a, b in zip(numerators, denominators)
+            if a is not None and b is not None and b > 0 and not np.isnan(a) and not np.isnan(b)]
+
+
+# --------------------------------------------------------------------------- throughput
+class LdaPeer:
+    """The ``lda`` package (single-threaded, no warm start): ``n`` sweeps are timed as
+    the difference of fresh fits of ``1 + n`` and ``1`` sweeps (removes its set-up)."""
+
+    restarts = True
+
+    def __init__(self, X, K):
+        self.Xi, self.K = X.astype(np.int64), K
+
+    def _fit(self, n_iter):
+        import lda
+
+        lda.LDA(n_topics=self.K, n_iter=n_iter, alpha=ALPHA, eta=BETA, random_state=0,
+                refresh=10**9).fit(self.Xi)
+
+    def time_runs(self, skip, n):
+        return _time(lambda: self._fit(1 + n)), _time(lambda: self._fit(1))
+
+
+class SklearnVB:
+    """scikit-learn's batch variational Bayes: 2 epochs timed as fits of 3 less 1."""
+
+    restarts = True
+
+    def __init__(self, X, K, threads):
+        self.X, self.K, self.threads = X, K, threads
+
+    def _fit(self, epochs):
+        from sklearn.decomposition import LatentDirichletAllocation
+
+        LatentDirichletAllocation(
+            n_components=self.K, doc_topic_prior=ALPHA, topic_word_prior=BETA,
+            learning_method="batch", max_iter=epochs, n_jobs=self.threads,
+            random_state=0).fit(self.X)
+
+    def time_runs(self, skip, n):
+        return _time(lambda: self._fit(1 + n)), _time(lambda: self._fit(1))
+
+
 def throughput(corpora, ks, threads_list, sweeps, warmup, lda_sweeps, with_sklearn,
-               samplers=("parallel", "mh"), repeats=2, with_pyrmallet=True):
+               samplers=("parallel", "mh"), repeats=5, with_pyrmallet=True):
+    """One row per (corpus, K, threads, system): the median M tokens/s over ``repeats``
+    alternating rounds, its min and max, and every round's value (``Mtok_s_runs``)."""
     rows = []
     for name, (X, _) in corpora.items():
         n_tokens = int(X.sum())
         for K in ks:
             for threads in threads_list:
-                def record(system, seconds, n_sweeps, unit="sweep"):
-                    rows.append(dict(corpus=name, K=K, threads=threads, system=system,
-                                     tokens=n_tokens, sweeps=n_sweeps, seconds=seconds,
-                                     Mtok_s=n_tokens * n_sweeps / seconds / 1e6, unit=unit))
-                    print(f"  {name} K={K} thr={threads} {system:22s} "
-                          f"{rows[-1]['Mtok_s']:7.2f} M tok/s", flush=True)
-
                 algorithms = ["parallel", "mh"] if K < 200 else ["mh", "parallel"]
                 algorithms = [a for a in algorithms if a in samplers]
-                # (name, model, sweeps per timing); all warmed up first, then timed in
-                # alternation, best of `repeats` each: a burst of noise on the shared
-                # machine then hits one timing of a system, not its only one.
+                # (name, model, sweeps per timing, unit); all warmed up first, then timed
+                # in alternation, one timing each per round: a burst of noise on the
+                # machine then hits one round of a system, and the median ignores it.
                 systems = []
                 for algorithm in algorithms:
                     n = sweeps if (algorithm == "mh" or K < 200) else max(1, sweeps // 5)
-                    systems.append((f"sktopics {algorithm}", Ours(X, K, algorithm, threads), n))
+                    systems.append((f"sktopics {algorithm}", Ours(X, K, algorithm, threads), n,
+                                    "sweep"))
                 n = sweeps if K < 200 else max(2, sweeps // 2)
-                systems.append(("tomotopy", Tomotopy(X, K, threads), n))
+                systems.append(("tomotopy", Tomotopy(X, K, threads), n, "sweep"))
                 if threads == 1 and with_pyrmallet:
-                    systems.append(("pyrmallet", PyrMallet(X, K), sweeps))
-                best = {}
-                for _, model, _ in systems:
+                    systems.append(("pyrmallet", PyrMallet(X, K), sweeps, "sweep"))
+                if threads == 1 and lda_sweeps:
+                    n = lda_sweeps if K < 200 else max(1, lda_sweeps // 5)
+                    systems.append(("lda", LdaPeer(X, K), n, "sweep"))
+                if with_sklearn and K < 200:
+                    systems.append(("scikit-learn batch VB", SklearnVB(X, K, threads), 2,
+                                    "epoch"))
+                for _, model, _, _ in systems:
                     if not getattr(model, "restarts", False):
                         model.train(warmup)
+                seconds = {system: [] for system, *_ in systems}
                 for _ in range(repeats):
-                    for system, model, n in systems:
+                    for system, model, n, _ in systems:
                         if getattr(model, "restarts", False):
-                            seconds = model.time_runs(warmup, n)
+                            full, skip = model.time_runs(warmup, n)
+                            # Noise can make the difference of two runs meaningless.
+                            seconds[system].append(full - skip if full > skip else float("nan"))
                         else:
-                            seconds = (_time(lambda: model.train(n)),)  # noqa: B023
-                        best[system] = np.minimum(best.get(system, np.inf), seconds)
-                for system, _, n in systems:
-                    # Restarting systems: best full run minus best warm-up run.
-                    record(system, float(best[system][0] - best[system][1:].sum()), n)
-                if threads == 1 and lda_sweeps:
-                    import lda
-
-                    n = lda_sweeps if K < 200 else max(1, lda_sweeps // 5)
-                    Xi = X.astype(np.int64)
-
-                    def lda_fit(n_iter):
-                        lda.LDA(n_topics=K, n_iter=n_iter, alpha=ALPHA, eta=BETA,
-                                random_state=0, refresh=10**9).fit(Xi)
-
-                    # Difference of two fits removes lda's set-up time.
-                    record("lda", _time(lambda: lda_fit(1 + n)) - _time(lambda: lda_fit(1)), n)
-                if with_sklearn and K < 200:
-                    from sklearn.decomposition import LatentDirichletAllocation
-
-                    def vb_fit(epochs):
-                        LatentDirichletAllocation(
-                            n_components=K, doc_topic_prior=ALPHA, topic_word_prior=BETA,
-                            learning_method="batch", max_iter=epochs, n_jobs=threads,
-                            random_state=0).fit(X)
-
-                    record("scikit-learn batch VB",
-                           _time(lambda: vb_fit(3)) - _time(lambda: vb_fit(1)), 2, unit="epoch")
+                            seconds[system].append(_time(lambda: model.train(n)))  # noqa: B023
+                for system, _, n, unit in systems:
+                    rates = [n_tokens * n / t / 1e6 if t == t else float("nan")
+                             for t in seconds[system]]
+                    median, lo, hi = _stats(rates)
+                    rows.append(dict(corpus=name, K=K, threads=threads, system=system,
+                                     tokens=n_tokens, sweeps=n, unit=unit, repeats=repeats,
+                                     seconds=_stats(seconds[system])[0], seconds_runs=seconds[system],
+                                     Mtok_s=median, Mtok_s_min=lo, Mtok_s_max=hi,
+                                     Mtok_s_runs=rates, statistic="median"))
+                    print(f"  {name} K={K} thr={threads} {system:22s} {median:7.2f} M tok/s "
+                          f"({lo:.2f}-{hi:.2f}, {repeats} rounds)", flush=True)
     return rows
 
 
+def throughput_table(rows, threads_list):
+    """The results page's table: median (min-max) per thread count, and the per-round
+    ratios to tomotopy on one thread and on the same number of threads."""
+    pivot = {}
+    for row in rows:
+        pivot.setdefault((row["corpus"], row["K"], row["system"]), {})[row["threads"]] = row
+    ratio_cols = [f"{t} thr / tomotopy 1 thr" for t in threads_list]
+    ratio_cols += [f"{t} thr / tomotopy {t} thr" for t in threads_list if t != 1]
+    table, ratios = [], []
+    for (corpus, K, system), by_thr in pivot.items():
+        tomo = pivot.get((corpus, K, "tomotopy"), {})
+        entry = dict(corpus=corpus, K=K, system=system)
+        for t in threads_list:
+            r = by_thr.get(t)
+            entry[f"{t} thr"] = r and _cell(r["Mtok_s"], r["Mtok_s_min"], r["Mtok_s_max"])
+        for t in threads_list:
+            for ref_t in {1, t}:
+                col = f"{t} thr / tomotopy {ref_t} thr"
+                if col not in ratio_cols or by_thr.get(t) is None or tomo.get(ref_t) is None:
+                    continue
+                per_round = _ratios(by_thr[t]["Mtok_s_runs"], tomo[ref_t]["Mtok_s_runs"])
+                if per_round:
+                    entry[col] = _cell(*_stats(per_round))
+                    ratios.append(dict(corpus=corpus, K=K, system=system, threads=t,
+                                       tomotopy_threads=ref_t, per_round=per_round,
+                                       median=_stats(per_round)[0]))
+        table.append(entry)
+    columns = ["corpus", "K", "system"] + [f"{t} thr" for t in threads_list] + ratio_cols
+    return markdown_table(table, columns), ratios
+
+
 def plot_throughput(rows, path):
-    """Bars of M tokens/s per system, one panel per (corpus, K), 1 and 2 threads."""
+    """Bars of M tokens/s per system, one panel per (corpus, K), 1 and 2 threads; the
+    bars are medians and the whiskers the min-max range where the rows have them."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -259,9 +383,15 @@ def plot_throughput(rows, path):
                 and r["unit"] == "sweep"]
         systems = list(dict.fromkeys(r["system"] for r in mine))
         for offset, threads in ((-0.2, 1), (0.2, 2)):
-            values = [next((r["Mtok_s"] for r in mine if r["system"] == s
-                            and r["threads"] == threads), 0.0) for s in systems]
+            found = [next((r for r in mine if r["system"] == s and r["threads"] == threads),
+                          None) for s in systems]
+            values = [r["Mtok_s"] if r else 0.0 for r in found]
+            errors = None
+            if all(r is None or "Mtok_s_min" in r for r in found):
+                errors = [[r["Mtok_s"] - r["Mtok_s_min"] if r else 0.0 for r in found],
+                          [r["Mtok_s_max"] - r["Mtok_s"] if r else 0.0 for r in found]]
             ax.barh([i + offset for i in range(len(systems))], values, height=0.38,
+                    xerr=errors, capsize=2, error_kw={"elinewidth": 0.8},
                     label=f"{threads} thread{'s' * (threads > 1)}")
         ax.set_yticks(range(len(systems)), [s.replace("sktopics ", "sktopics\n")
                                             for s in systems], fontsize=8)
@@ -269,59 +399,174 @@ def plot_throughput(rows, path):
         ax.set_xlabel("M tokens / s")
         ax.set_title(f"{corpus}, K = {K}", fontsize=10)
     axes[0][0].legend(fontsize=8, loc="lower right")
-    fig.suptitle("LDAGibbs and its peers, same process (benchmarks/bench_gibbs.py)",
-                 fontsize=10)
+    ranged = all("Mtok_s_min" in r for r in rows)
+    fig.suptitle("LDAGibbs and its peers, same process (benchmarks/bench_gibbs.py)"
+                 + ("; median, min-max" if ranged else ""), fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=90)
     plt.close(fig)
 
 
 # --------------------------------------------------------------------------- time to perplexity
-def time_to_perplexity(X, X_test, K, checkpoints, systems, label):
+def parse_checkpoints(text):
+    """``"10:200:10"`` (start:stop:step, stop included) and/or comma-separated sweeps."""
+    points = set()
+    for part in text.split(","):
+        if ":" in part:
+            start, stop, step = (int(v) for v in part.split(":"))
+            points.update(range(start, stop + 1, step))
+        elif part.strip():
+            points.add(int(part))
+    return sorted(points)
+
+
+def time_to_perplexity(X, X_test, K, checkpoints, systems, label, repeats=1):
+    """Rows ``(repeat, system, sweeps, train_seconds, perplexity)``; ``systems`` are
+    ``(name, factory(seed))``. Run ``r`` uses seed ``r`` for every system, the systems
+    in turn within it."""
     halves = split_halves(X_test, seed=0)
     rows = []
-    for system_name, factory in systems:
-        model = factory()
-        elapsed, done = 0.0, 0
-        for target in checkpoints:
-            seconds = _time(lambda: model.train(target - done))
-            # A restarting system's run already covers the sweeps before it.
-            elapsed = seconds if getattr(model, "restarts", False) else elapsed + seconds
-            done = target
-            ppl = document_completion_perplexity(X_test, model.topic_word(), ALPHA,
-                                                 split=halves)
-            rows.append(dict(corpus=label, K=K, system=system_name, sweeps=done,
-                             train_seconds=elapsed, perplexity=ppl))
-            print(f"  {label} {system_name:22s} sweeps={done:4d} t={elapsed:6.1f}s "
-                  f"ppl={ppl:7.1f}", flush=True)
+    for repeat in range(repeats):
+        for system_name, factory in systems:
+            model = factory(repeat)
+            elapsed, done = 0.0, 0
+            for target in checkpoints:
+                seconds = _time(lambda: model.train(target - done))  # noqa: B023
+                # A restarting system's run already covers the sweeps before it.
+                elapsed = seconds if getattr(model, "restarts", False) else elapsed + seconds
+                done = target
+                ppl = document_completion_perplexity(X_test, model.topic_word(), ALPHA,
+                                                     split=halves)
+                rows.append(dict(corpus=label, K=K, system=system_name, repeat=repeat,
+                                 seed=repeat, sweeps=done, train_seconds=elapsed,
+                                 perplexity=ppl))
+                print(f"  {label} run {repeat} {system_name:22s} sweeps={done:4d} "
+                      f"t={elapsed:6.1f}s ppl={ppl:7.1f}", flush=True)
     return rows
 
 
-def first_time_below(rows, system, threshold):
-    for row in rows:
-        if row["system"] == system and row["perplexity"] <= threshold:
-            return row["train_seconds"], row["sweeps"]
-    return None, None
+def crossing(points, threshold):
+    """When a run first reaches ``threshold``: ``(seconds, sweeps, how)``.
+
+    ``points`` are one run's ``(sweeps, seconds, perplexity)`` in checkpoint order. The
+    time and the sweep are interpolated linearly in perplexity between the first
+    checkpoint at or below the threshold and the checkpoint before it; at the first
+    checkpoint they are that checkpoint's (an upper bound); ``inf`` if never reached.
+    """
+    previous = None
+    for sweeps, seconds, ppl in points:
+        if ppl <= threshold:
+            if previous is None:
+                return seconds, float(sweeps), "first checkpoint (upper bound)"
+            s0, t0, p0 = previous
+            f = (p0 - threshold) / (p0 - ppl)
+            return t0 + f * (seconds - t0), s0 + f * (sweeps - s0), "interpolated"
+        previous = (sweeps, seconds, ppl)
+    return float("inf"), float("inf"), "not reached"
+
+
+def _time_ratios(times, reference_times):
+    """Per-seed ratios of times to a threshold: ``inf`` where only the reference reached
+    it, left out where the reference did not."""
+    return [t / r for t, r in zip(times, reference_times) if np.isfinite(r) and r > 0]
+
+
+def ppl_summary(rows, thresholds, reference="tomotopy"):
+    """Per system and threshold: every run's crossing, their median and range, and the
+    per-seed ratio to ``reference``'s time."""
+    systems = list(dict.fromkeys(r["system"] for r in rows))
+    repeats = sorted({r.get("repeat", 0) for r in rows})
+    runs = {(s, k): [(r["sweeps"], r["train_seconds"], r["perplexity"]) for r in rows
+                     if r["system"] == s and r.get("repeat", 0) == k]
+            for s in systems for k in repeats}
+    out = []
+    for s in systems:
+        entry = dict(system=s, runs=len(repeats), thresholds={})
+        for threshold in thresholds:
+            cross = [crossing(runs[s, k], threshold) for k in repeats]
+            ref = [crossing(runs[reference, k], threshold)[0] for k in repeats] \
+                if (reference, repeats[0]) in runs else []
+            entry["thresholds"][threshold] = dict(
+                seconds=[c[0] for c in cross], sweeps=[c[1] for c in cross],
+                how=[c[2] for c in cross],
+                seconds_stats=_stats([c[0] for c in cross]),
+                sweeps_stats=_stats([c[1] for c in cross]),
+                ratio_to_reference=_stats(_time_ratios([c[0] for c in cross], ref))
+                if ref and s != reference else None)
+        last = max(r["sweeps"] for r in rows)
+        entry["last_sweeps"] = last
+        entry["ppl_last"] = _stats([r["perplexity"] for r in rows
+                                    if r["system"] == s and r["sweeps"] == last])
+        entry["train_seconds_last"] = _stats([r["train_seconds"] for r in rows
+                                              if r["system"] == s and r["sweeps"] == last])
+        out.append(entry)
+    return out
+
+
+def ppl_markdown(rows, summary, thresholds, checkpoints, K, reference="tomotopy"):
+    n_runs = summary[0]["runs"]
+    md = [f"\n## Time to document-completion perplexity (BBC, K = {K}, 1 thread)\n\n",
+          f"Checkpoints at sweeps {_describe_checkpoints(checkpoints)}. The time to a "
+          "threshold is interpolated linearly in perplexity between the first checkpoint at "
+          "or below it and the checkpoint before (training time only; evaluation "
+          "excluded); a crossing at the first checkpoint is that checkpoint's time, an "
+          f"upper bound (marked *). Median over {n_runs} run{'s' * (n_runs > 1)} (seeds 0 to "
+          f"{n_runs - 1}, the systems in turn within a run), min-max in brackets; "
+          f"'x {reference}': the median and range of the per-seed ratios of the times.\n\n"]
+    table = []
+    for entry in summary:
+        row = {"system": entry["system"]}
+        for threshold in thresholds:
+            t = entry["thresholds"][threshold]
+            mark = "*" if any(h.startswith("first") for h in t["how"]) else ""
+            reached = sum(np.isfinite(t["seconds"]))
+            row[f"time to <= {threshold:g} (s)"] = _cell(*t["seconds_stats"]) + mark
+            if 0 < reached < len(t["seconds"]):
+                row[f"time to <= {threshold:g} (s)"] += f" [{reached} of {len(t['seconds'])} runs]"
+            row[f"sweeps ({threshold:g})"] = _cell(*t["sweeps_stats"], digits=1)
+            ratio = t["ratio_to_reference"]
+            row[f"x {reference} ({threshold:g})"] = _cell(*ratio) if ratio else ""
+        row[f"ppl at {entry['last_sweeps']} sweeps"] = _cell(*entry["ppl_last"])
+        row["train time (s)"] = _cell(*entry["train_seconds_last"])
+        table.append(row)
+    md.append(markdown_table(table, list(table[0].keys())))
+    md.append("\nPerplexity and training seconds by sweep (medians over the runs):\n\n")
+    systems = [e["system"] for e in summary]
+    by_sweep = []
+    for c in checkpoints:
+        row = {"sweeps": c}
+        for s in systems:
+            mine = [r for r in rows if r["system"] == s and r["sweeps"] == c]
+            row[f"{s} ppl"] = _fmt(_stats([r["perplexity"] for r in mine])[0])
+            row[f"{s} s"] = _fmt(_stats([r["train_seconds"] for r in mine])[0])
+        by_sweep.append(row)
+    md.append(markdown_table(by_sweep, list(by_sweep[0].keys())))
+    return md
+
+
+def _describe_checkpoints(checkpoints):
+    steps = set(np.diff(checkpoints)) if len(checkpoints) > 1 else set()
+    if len(steps) == 1 and checkpoints[0] == next(iter(steps)):
+        return f"every {checkpoints[0]} up to {checkpoints[-1]}"
+    return ", ".join(str(c) for c in checkpoints)
 
 
 # --------------------------------------------------------------------------- inference
-def _timed_one_thread(fn, repeats=2):
-    """``(fn(), seconds)`` with torch on one thread, the best of ``repeats`` runs."""
+def _one_thread(fn):
+    """``(fn(), seconds)`` with torch on one thread."""
     old = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        best = float("inf")
-        for _ in range(repeats):
-            tic = time.perf_counter()
-            result = fn()
-            best = min(best, time.perf_counter() - tic)
-        return result, best
+        tic = time.perf_counter()
+        result = fn()
+        return result, time.perf_counter() - tic
     finally:
         torch.set_num_threads(old)
 
 
 def _posterior_mean_theta(X, phi, alpha, n_iter=400, n_burn=50):
-    """A long run of the exact fixed-topic sampler: the reference for accuracy."""
+    """A long run of sktopics' exact fixed-topic sampler (the kernel of ``transform``):
+    the reference for accuracy, made by the same method as ``transform``."""
     cells = CellCorpus(X, "cpu")
     return infer_doc_topic(cells, torch.as_tensor(phi.T, dtype=torch.float32).contiguous(),
                            torch.as_tensor(alpha, dtype=torch.float64), n_iter, n_burn,
@@ -335,48 +580,66 @@ def _l1_error(theta, reference, X):
 
 
 def inference_speed(X, X_test, K, n_iter, train_sweeps, label, accuracy=True,
-                    with_pyrmallet=True):
-    """transform (fixed-phi Gibbs, all documents at once) vs tomotopy ``infer``.
+                    with_pyrmallet=True, repeats=5):
+    """transform (fixed-phi Gibbs, all documents at once) vs tomotopy's and pyrmallet's
+    ``infer``, one thread, the calls alternating over ``repeats`` rounds.
 
-    Besides speed, the accuracy of each system's output is measured against the
-    posterior mean of theta under *its own* model (a 400-iteration run of the
-    exact fixed-topic sampler): the mean L1 distance per document. tomotopy drops
-    test words it has not seen in training, so its reference is computed on the
-    test matrix without those columns.
+    Besides speed, each system's output is compared with a reference posterior mean of
+    theta under *its own* model, made by sktopics' exact fixed-topic sampler (the kernel
+    of ``transform``, 400 iterations, another seed): the mean L1 distance per document.
+    That reference is of the same method as ``transform``, not an independent one.
+    tomotopy drops test words it has not seen in training, so its reference is computed
+    on the test matrix without those columns (likewise pyrmallet's).
     """
     n_tokens = int(X_test.sum())
-
-    def row(system, iterations, seconds, theta):
-        return dict(corpus=label, K=K, system=system, iterations=iterations, seconds=seconds,
-                    Mtok_s=n_tokens * iterations / seconds / 1e6, theta=theta)
-
     ours = Ours(X, K, "parallel", 1)
     ours.train(train_sweeps)
-    rows = []
-    # 100 iterations, then fewer: the accuracy/time trade-off of our estimator.
-    for iterations in (n_iter, n_iter // 4, n_iter // 2) if accuracy else (n_iter,):
-        ours.model.set_params(transform_max_iter=iterations)
-        theta, seconds = _timed_one_thread(lambda: ours.model.transform(X_test))
-        rows.append(row("sktopics transform", iterations, seconds, theta))
     tomo = Tomotopy(X, K, 1)
     tomo.train(train_sweeps)
     Xt = sp.csr_matrix(X_test)
     docs = [tomo.model.make_doc([str(w) for w in words]) for words in doc_words(Xt)]
-    # tomotopy >= 0.13 returns the documents' topic distributions.
-    theta_tomo, seconds = _timed_one_thread(
-        lambda: np.asarray(tomo.model.infer(docs, iterations=n_iter, workers=1)[0]))
-    rows.append(row("tomotopy infer", n_iter, seconds, theta_tomo))
     mallet = PyrMallet(X, K) if with_pyrmallet else None
+
+    def transform(iterations):
+        ours.model.set_params(transform_max_iter=iterations)
+        return ours.model.transform(X_test)
+
+    # (system, iterations, call); 100 iterations, then fewer: the accuracy/time trade-off.
+    calls = [("sktopics transform", it, lambda it=it: transform(it))
+             for it in ((n_iter, n_iter // 4, n_iter // 2) if accuracy else (n_iter,))]
+    # tomotopy >= 0.13 returns the documents' topic distributions.
+    calls.append(("tomotopy infer", n_iter, lambda: np.asarray(
+        tomo.model.infer(docs, iterations=n_iter, workers=1)[0])))
     if mallet is not None:
         mallet.train(train_sweeps)
         # Its count-matrix input is a dense list of lists over its own vocabulary
         # (``infer_strings`` would re-tokenise with its default pattern, not ours).
         counts = Xt[:, mallet.vocabulary()].toarray().astype(np.int64).tolist()
-        theta_mallet, seconds = _timed_one_thread(
-            lambda: np.asarray(mallet.model.infer(counts, n_iter=n_iter, seed=0)))
+        calls.append(("pyrmallet infer", n_iter, lambda: np.asarray(
+            mallet.model.infer(counts, n_iter=n_iter, seed=0))))
         # Less the time of a call with no iteration (reading the lists: 2-10 % here).
-        _, overhead = _timed_one_thread(lambda: mallet.model.infer(counts, n_iter=0, seed=0))
-        rows.append(row("pyrmallet infer", n_iter, seconds - overhead, theta_mallet))
+        calls.append(("pyrmallet overhead", 0, lambda: mallet.model.infer(counts, n_iter=0,
+                                                                          seed=0)))
+    seconds = {(name, it): [] for name, it, _ in calls}
+    thetas = {}
+    for _ in range(repeats):
+        for name, it, call in calls:
+            thetas[name, it], t = _one_thread(call)
+            seconds[name, it].append(t)
+    if mallet is not None:
+        overhead = seconds.pop(("pyrmallet overhead", 0))
+        seconds["pyrmallet infer", n_iter] = [
+            t - o for t, o in zip(seconds["pyrmallet infer", n_iter], overhead)]
+    rows = []
+    for (name, it), times in seconds.items():
+        rates = [n_tokens * it / t / 1e6 for t in times]
+        median, lo, hi = _stats(rates)
+        rows.append(dict(corpus=label, K=K, system=name, iterations=it, repeats=repeats,
+                         seconds=_stats(times)[0], seconds_runs=times, Mtok_s=median,
+                         Mtok_s_min=lo, Mtok_s_max=hi, Mtok_s_runs=rates))
+    tomo_rates = next(r["Mtok_s_runs"] for r in rows if r["system"] == "tomotopy infer")
+    for r in rows:
+        r["per_iteration_vs_tomotopy"] = _stats(_ratios(r["Mtok_s_runs"], tomo_rates))
     if accuracy:
         known = np.zeros(X.shape[1], dtype=bool)
         known[[int(w) for w in tomo.model.used_vocabs]] = True
@@ -385,23 +648,24 @@ def inference_speed(X, X_test, K, n_iter, train_sweeps, label, accuracy=True,
         ref_tomo = _posterior_mean_theta(Xt_known, tomo.topic_word()[:, known],
                                          np.asarray(tomo.model.alpha, dtype=np.float64))
         for r in rows:
+            theta = thetas[r["system"], r["iterations"]]
             if r["system"] == "sktopics transform":
-                r["L1_error"] = _l1_error(r["theta"], ref_ours, Xt)
+                r["L1_error"] = _l1_error(theta, ref_ours, Xt)
             if r["system"] == "tomotopy infer":
-                r["L1_error"] = _l1_error(theta_tomo, ref_tomo, Xt_known)
+                r["L1_error"] = _l1_error(theta, ref_tomo, Xt_known)
                 r["dropped_oov_tokens"] = int(n_tokens - Xt_known.sum())
-        if mallet is not None:
-            seen = np.zeros(X.shape[1], dtype=bool)
-            seen[mallet.vocabulary()] = True
-            ref_mallet = _posterior_mean_theta(Xt[:, seen], mallet.topic_word()[:, seen],
-                                               np.asarray(mallet.model.alpha, dtype=np.float64))
-            rows[-1]["L1_error"] = _l1_error(theta_mallet, ref_mallet, Xt[:, seen])
-            rows[-1]["dropped_oov_tokens"] = int(n_tokens - Xt[:, seen].sum())
+            if r["system"] == "pyrmallet infer":
+                seen = np.zeros(X.shape[1], dtype=bool)
+                seen[mallet.vocabulary()] = True
+                ref_mallet = _posterior_mean_theta(
+                    Xt[:, seen], mallet.topic_word()[:, seen],
+                    np.asarray(mallet.model.alpha, dtype=np.float64))
+                r["L1_error"] = _l1_error(theta, ref_mallet, Xt[:, seen])
+                r["dropped_oov_tokens"] = int(n_tokens - Xt[:, seen].sum())
     for r in rows:
-        del r["theta"]
-    for r in rows:
-        print(f"  {label} {r['system']:22s} {r['Mtok_s']:7.2f} M tok/s"
-              f"  L1 error {r.get('L1_error', float('nan')):.3f}", flush=True)
+        print(f"  {label} {r['system']:22s} {r['iterations']:4d} it {r['Mtok_s']:7.2f} M tok/s "
+              f"({r['Mtok_s_min']:.2f}-{r['Mtok_s_max']:.2f})  L1 error "
+              f"{r.get('L1_error', float('nan')):.3f}", flush=True)
     return rows
 
 
@@ -410,18 +674,27 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--data-home", default=default_data_home())
     parser.add_argument("--corpora", default="bbc,20ng")
+    parser.add_argument("--max-docs", type=int, default=None,
+                        help="keep the first documents of each split (trial runs)")
     parser.add_argument("--ks", default="50,1000")
     parser.add_argument("--threads", default="1,2")
     parser.add_argument("--sweeps", type=int, default=10, help="timed sweeps (throughput)")
     parser.add_argument("--warmup", type=int, default=3)
-    parser.add_argument("--repeats", type=int, default=2,
-                        help="timings per system (throughput), alternating; the best is kept")
+    parser.add_argument("--repeats", type=int, default=5,
+                        help="alternating rounds (throughput, inference); the median is "
+                             "reported with the min-max range")
     parser.add_argument("--lda-sweeps", type=int, default=5, help="0 skips lda")
     parser.add_argument("--no-sklearn", action="store_true")
     parser.add_argument("--no-pyrmallet", action="store_true")
     parser.add_argument("--samplers", default="parallel,mh",
                         help="sktopics samplers timed in the throughput section")
-    parser.add_argument("--ppl-checkpoints", default="25,50,100,200")
+    parser.add_argument("--ppl-checkpoints", default="10:200:10",
+                        help="sweeps at which perplexity is read: start:stop:step (stop "
+                             "included) and/or a comma-separated list")
+    parser.add_argument("--ppl-thresholds", default="900,870")
+    parser.add_argument("--ppl-repeats", type=int, default=None,
+                        help="runs of the time-to-perplexity section (seeds 0, 1, ...); "
+                             "default --repeats")
     parser.add_argument("--ppl-k", type=int, default=50, help="topics of the time-to-perplexity run")
     parser.add_argument("--ppl-samplers", default="parallel,mh",
                         help="sktopics samplers in the time-to-perplexity run")
@@ -432,23 +705,29 @@ def main(argv=None):
                         help="comma-separated subset of throughput,ppl,quality,infer")
     parser.add_argument("--infer-train-sweeps", type=int, default=100,
                         help="training sweeps of the models whose inference is timed")
-    parser.add_argument("--quick", action="store_true", help="tiny smoke run")
+    parser.add_argument("--quick", action="store_true",
+                        help="tiny smoke run (BBC, K = 50, a few sweeps, 2 rounds)")
     parser.add_argument("--output-name", default="gibbs")
+    parser.add_argument("--output-dir", default=str(RESULTS),
+                        help="folder of the results (default benchmarks/results; a trial "
+                             "run should write elsewhere)")
+    parser.add_argument("--no-figure", action="store_true",
+                        help="do not draw the throughput chart")
     parser.add_argument("--replot", action="store_true",
-                        help="only redraw results/<output-name>.png from its .json")
+                        help="only redraw <output-dir>/<output-name>.png from its .json")
     args = parser.parse_args(argv)
     if args.quick:
         args.corpora, args.ks, args.sweeps, args.warmup = "bbc", "50", 2, 1
-        args.ppl_checkpoints, args.quality_sweeps, args.lda_sweeps = "10,20", 0, 2
-        args.infer_train_sweeps = 5
-    figure = RESULTS / f"{args.output_name}.png"
+        args.ppl_checkpoints, args.quality_sweeps, args.lda_sweeps = "5:20:5", 0, 2
+        args.infer_train_sweeps, args.repeats = 5, 2
+    output_dir = Path(args.output_dir)
+    figure = output_dir / f"{args.output_name}.png"
     if args.replot:
-        plot_throughput(json.loads((RESULTS / f"{args.output_name}.json").read_text())
+        plot_throughput(json.loads((output_dir / f"{args.output_name}.json").read_text())
                         ["throughput"], figure)
         return
 
     info = machine()
-    info["uptime_start"] = os.popen("uptime").read().strip()
     info["OMP_WAIT_POLICY"] = os.environ.get("OMP_WAIT_POLICY")
     try:
         import tomotopy
@@ -470,11 +749,15 @@ def main(argv=None):
         pass
     print(info, flush=True)
     tic = time.perf_counter()
+    load = MachineLoad().__enter__()
 
     names = set(args.corpora.split(",")) | ({"nyt"} if args.nyt else set())
-    corpora = load_corpora(args.data_home, names)
+    corpora = load_corpora(args.data_home, names, args.max_docs)
     ks = [int(k) for k in args.ks.split(",")]
     threads_list = [int(t) for t in args.threads.split(",")]
+    checkpoints = parse_checkpoints(args.ppl_checkpoints)
+    thresholds = [float(t) for t in args.ppl_thresholds.split(",")]
+    ppl_repeats = args.ppl_repeats or args.repeats
 
     sections = set(args.sections.split(","))
     through, ppl_rows, quality_rows, infer_rows = [], [], [], []
@@ -485,19 +768,18 @@ def main(argv=None):
                              not args.no_sklearn, args.samplers.split(","), args.repeats,
                              not args.no_pyrmallet)
 
-    checkpoints = [int(c) for c in args.ppl_checkpoints.split(",")]
     if "BBC" in corpora and "ppl" in sections:
         K = args.ppl_k
         print(f"== time to perplexity (BBC, K={K})", flush=True)
         X, X_test = corpora["BBC"]
-        systems = [(f"sktopics {a}", lambda a=a: Ours(X, K, a, 1))
+        systems = [(f"sktopics {a}", lambda seed, a=a: Ours(X, K, a, 1, seed=seed))
                    for a in args.ppl_samplers.split(",")]
-        systems.append(("tomotopy", lambda: Tomotopy(X, K, 1)))
+        systems.append(("tomotopy", lambda seed: Tomotopy(X, K, 1, seed=seed)))
         if not args.no_pyrmallet:
-            systems.append(("pyrmallet", lambda: PyrMallet(X, K)))
+            systems.append(("pyrmallet", lambda seed: PyrMallet(X, K, seed=seed)))
         # 2-thread time to perplexity follows from the throughput ratio: the
         # sktopics chain is bit-identical at any thread count.
-        ppl_rows += time_to_perplexity(X, X_test, K, checkpoints, systems, "BBC")
+        ppl_rows += time_to_perplexity(X, X_test, K, checkpoints, systems, "BBC", ppl_repeats)
 
     if args.quality_sweeps and "quality" in sections:
         print("== quality at equal sweeps", flush=True)
@@ -505,9 +787,10 @@ def main(argv=None):
             if label not in corpora:
                 continue
             X, X_test = corpora[label]
-            systems = [("sktopics parallel", lambda: Ours(X, 50, "parallel", 1)),
-                       ("tomotopy", lambda: Tomotopy(X, 50, 1)),
-                       ("pyrmallet", lambda: PyrMallet(X, 50))]
+            systems = [("sktopics parallel", lambda seed: Ours(X, 50, "parallel", 1, seed)),
+                       ("tomotopy", lambda seed: Tomotopy(X, 50, 1, seed))]
+            if not args.no_pyrmallet:
+                systems.append(("pyrmallet", lambda seed: PyrMallet(X, 50, seed)))
             quality_rows += time_to_perplexity(X, X_test, 50, [args.quality_sweeps], systems,
                                                label)
 
@@ -517,82 +800,74 @@ def main(argv=None):
             if label in corpora:
                 X, X_test = corpora[label]
                 infer_rows += inference_speed(X, X_test, 50, 100, args.infer_train_sweeps, label,
-                                              with_pyrmallet=not args.no_pyrmallet)
+                                              with_pyrmallet=not args.no_pyrmallet,
+                                              repeats=args.repeats)
 
-    info["uptime_end"] = os.popen("uptime").read().strip()
+    load.__exit__(None, None, None)
+    info["load"] = load.summary()
+    info["uptime_start"], info["uptime_end"] = load.uptime_start, load.uptime_end
     info["total_seconds"] = time.perf_counter() - tic
 
     # ---------------------------------------------------------------- tables
-    md = ["# LDAGibbs benchmark\n",
-          f"Machine: {info['cpu']}, {info['cpu_count']} cores, no GPU; torch "
-          f"{info['torch']}, tomotopy {info.get('tomotopy')}, pyrmallet {info.get('pyrmallet')}, "
-          f"lda {info.get('lda')}, "
-          f"scikit-learn {info['scikit-learn']}.\n",
-          f"Load: start `{info['uptime_start']}`; end `{info['uptime_end']}` "
-          "(the machine is shared; compare ratios within this run, not absolute values); "
-          f"OMP_WAIT_POLICY {info['OMP_WAIT_POLICY'] or 'unset (spin, then sleep)'}.\n",
-          f"Total run time {info['total_seconds']:.0f} s.\n",
-          "\n## Throughput (M tokens/s; sweeps for Gibbs, epochs for VB)\n"]
-    pivot = {}
-    for row in through:
-        key = (row["corpus"], row["K"], row["system"])
-        pivot.setdefault(key, {})[row["threads"]] = row["Mtok_s"]
-    table = []
-    ratio_cols = []
-    for (corpus, K, system), by_thr in pivot.items():
-        tomo = pivot.get((corpus, K, "tomotopy"), {})
-        entry = dict(corpus=corpus, K=K, system=system)
-        for t in threads_list:
-            entry[f"{t} thr"] = by_thr.get(t)
-        for t in threads_list:
-            col = f"{t} thr / tomotopy 1 thr"
-            if col not in ratio_cols:
-                ratio_cols.append(col)
-            if by_thr.get(t) is not None and tomo.get(1):
-                entry[col] = by_thr[t] / tomo[1]
-        table.append(entry)
-    md.append(markdown_table(table, ["corpus", "K", "system"] + [f"{t} thr" for t in threads_list]
-                             + ratio_cols))
-    if not through:
-        del md[-2:]  # no throughput section in this run
+    commit = info.get("git_commit") or "unknown"
+    if info.get("package_modified"):
+        commit += " with uncommitted changes to the package"
+    md = ["# LDAGibbs benchmark\n\n",
+          f"Machine: {info['cpu']} ({info['simd']}), {info['cpu_count']} cores, no GPU; "
+          f"commit {commit}; torch {info['torch']}, tomotopy {info.get('tomotopy')}, "
+          f"pyrmallet {info.get('pyrmallet')}, lda {info.get('lda')}, "
+          f"scikit-learn {info['scikit-learn']}.\n\n",
+          f"{load.sentence()} Compare ratios within this run; absolute values move with "
+          "the machine and its load. OMP_WAIT_POLICY "
+          f"{info['OMP_WAIT_POLICY'] or 'unset (spin, then sleep)'}.\n\n",
+          f"Total run time {info['total_seconds']:.0f} s.\n"]
+    ratios = []
+    if through:
+        table, ratios = throughput_table(through, threads_list)
+        md.append("\n## Throughput (M tokens/s; sweeps for Gibbs, epochs for VB)\n\n"
+                  f"Median over {args.repeats} alternating rounds, min-max in brackets. A "
+                  f"round times {args.sweeps} sweeps of each Gibbs system after {args.warmup} "
+                  f"warm-up sweep{'s' * (args.warmup != 1)}"
+                  + (" (K >= 200: a fifth of them for the parallel sampler, half for "
+                     "tomotopy)" if max(ks) >= 200 else "")
+                  + f", {args.lda_sweeps} sweeps of lda"
+                  + (" (a fifth at K >= 200)" if max(ks) >= 200 else "")
+                  + " and 2 epochs of scikit-learn; pyrmallet, lda and scikit-learn are "
+                  "timed as the difference of two fresh runs in the round. A ratio is the "
+                  "median (min-max) of the per-round ratios.\n\n")
+        md.append(table)
+    ppl_summary_rows = []
     if ppl_rows:
-        md.append(f"\n## Time to document-completion perplexity (BBC, K = {args.ppl_k}, 1 thread "
-                  "unless noted)\n")
-        summary = []
-        for system in dict.fromkeys(r["system"] for r in ppl_rows):
-            t900, s900 = first_time_below(ppl_rows, system, 900)
-            t870, s870 = first_time_below(ppl_rows, system, 870)
-            last = [r for r in ppl_rows if r["system"] == system][-1]
-            summary.append({"system": system, "time to <= 900 (s)": t900,
-                            "sweeps (900)": s900, "time to <= 870 (s)": t870,
-                            "sweeps (870)": s870,
-                            f"ppl at {last['sweeps']} sweeps": last["perplexity"],
-                            "train time (s)": last["train_seconds"]})
-        md.append(markdown_table(summary, list(summary[0].keys())))
-        md.append("\nPerplexity by sweep:\n\n")
-        by_sweep = {}
-        for r in ppl_rows:
-            by_sweep.setdefault(r["system"], {})[r["sweeps"]] = r["perplexity"]
-        md.append(markdown_table(
-            [{"system": s, **{str(k): v for k, v in d.items()}} for s, d in by_sweep.items()],
-            ["system"] + [str(c) for c in checkpoints]))
+        ppl_summary_rows = ppl_summary(ppl_rows, thresholds)
+        md += ppl_markdown(ppl_rows, ppl_summary_rows, thresholds, checkpoints, args.ppl_k)
     if quality_rows:
         md.append(f"\n## Quality at equal sweeps ({args.quality_sweeps} sweeps, K = 50, "
-                  "1 thread)\n")
+                  "1 thread, one run)\n\n")
         md.append(markdown_table(quality_rows, ["corpus", "system", "sweeps", "train_seconds",
                                                 "perplexity"]))
     if infer_rows:
-        md.append("\n## Inference on held-out documents (K = 50, 100 iterations, 1 thread, "
-                  f"models trained {args.infer_train_sweeps} sweeps)\n\n"
-                  "`L1_error`: mean L1 distance per document to the posterior mean of theta "
-                  "under the system's own model (400 iterations of the exact fixed-topic "
-                  "sampler).\n\n")
-        md.append(markdown_table(infer_rows, ["corpus", "system", "iterations", "seconds",
-                                              "Mtok_s", "L1_error"]))
-    payload = dict(machine=info, args=vars(args), throughput=through,
-                   time_to_perplexity=ppl_rows, quality=quality_rows, inference=infer_rows)
-    write_results(args.output_name, payload, "".join(md))
-    if through:
+        md.append("\n## Inference on held-out documents (K = 50, 1 thread, models trained "
+                  f"{args.infer_train_sweeps} sweeps)\n\n"
+                  f"Speed: median over {args.repeats} alternating rounds, min-max in "
+                  "brackets (M tokens x iterations / s); 'per iteration / tomotopy': median "
+                  "(min-max) of the per-round ratios. `L1_error`: mean L1 distance per "
+                  "document to a reference posterior mean of theta under the system's own "
+                  "model, made by **sktopics' own fixed-topic sampler** (the kernel of "
+                  "`transform`, 400 iterations, another seed): a reference of the same "
+                  "method as `transform`, not an independent one.\n\n")
+        table = [dict(corpus=r["corpus"], system=r["system"], iterations=r["iterations"],
+                      seconds=_fmt(r["seconds"]),
+                      Mtok_s=_cell(r["Mtok_s"], r["Mtok_s_min"], r["Mtok_s_max"]),
+                      **{"per iteration / tomotopy": _cell(*r["per_iteration_vs_tomotopy"])},
+                      L1_error=r.get("L1_error")) for r in infer_rows]
+        md.append(markdown_table(table, ["corpus", "system", "iterations", "seconds", "Mtok_s",
+                                         "per iteration / tomotopy", "L1_error"]))
+    payload = dict(machine=info, args=vars(args), throughput=through, throughput_ratios=ratios,
+                   time_to_perplexity=ppl_rows,
+                   time_to_perplexity_summary=ppl_summary_rows, quality=quality_rows,
+                   inference=infer_rows)
+    write_results(args.output_name, payload, "".join(md), directory=output_dir)
+    if through and not args.no_figure:
         plot_throughput(through, figure)
 
 
