@@ -6,7 +6,7 @@ import torch
 from ..utils._torch import csr_to_dense_tensor, device_budget
 from ._sparse import ColumnMajor, SparseRows
 
-__all__ = ["CSRDataset", "CSRBatchIterator", "DeviceCSR"]
+__all__ = ["CSRDataset", "CSRBatchIterator", "DeviceCSR", "natural_batches"]
 
 #: float32 elements of device memory the non-zero values of a corpus may take (free
 #: memory permitting, see :func:`~sktopics.utils._torch.device_budget`) before they
@@ -159,16 +159,20 @@ class CSRBatchIterator:
     first_epoch : int, default=0
         The number of the first epoch this iterator serves (counted from 0 over the
         whole training run).
+    n_batches : int or None, default=None
+        Batches per training epoch, when they must be fewer than the sampling gives
+        (every rank of a data-parallel fit takes as many steps).
     """
 
     def __init__(self, dataset, batch_size, sampling="shuffle", seed=0, device="cpu",
-                 first_epoch=0):
+                 first_epoch=0, n_batches=None):
         self.dataset = dataset
         self.batch_size = int(batch_size)
         self.sampling = sampling
         self.device = device
         self.seed = int(seed)
         self._epoch = int(first_epoch)
+        self.n_batches = n_batches
         self._corpus = DeviceCSR(dataset.X, device)
 
     def _index_batches(self):
@@ -189,13 +193,23 @@ class CSRBatchIterator:
                 yield np.arange(start, min(start + size, n))
 
     def __iter__(self):
-        for batch in self._corpus.sparse_batches(list(self._index_batches())):
+        batches = list(self._index_batches())
+        if self.n_batches is not None and self.sampling != "sequential":
+            batches = batches[:self.n_batches]
+        for batch in self._corpus.sparse_batches(batches):
             yield batch, None
 
     def __len__(self):
-        n, size = len(self.dataset), self.batch_size
-        if self.sampling == "with_replacement":
-            return max(n // size, 1)
-        if self.sampling == "shuffle" and n > size:
-            return n // size
+        return natural_batches(len(self.dataset), self.batch_size, self.sampling,
+                               self.n_batches)
+
+
+def natural_batches(n, size, sampling, limit=None):
+    """Batches an epoch over ``n`` documents has (at most ``limit`` when training)."""
+    if sampling == "with_replacement":
+        count = max(n // size, 1)
+    elif sampling == "shuffle" and n > size:
+        count = n // size
+    else:
         return -(-n // size)
+    return count if limit is None else min(count, limit)

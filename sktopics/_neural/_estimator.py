@@ -10,12 +10,19 @@ from skorch.helper import predefined_split
 
 from .._base import BaseTopicModel
 from .._generative import GenerativeView, LogisticNormalPrior, laplace_logistic_normal
+from ..utils._distributed import current_collective
 from ..utils._fingerprint import count_fingerprint
 from ..utils._sklearn_compat import Interval, StrOptions
-from ..utils._torch import FrozenModule, evaluation_mode, make_generator, rng_scope
+from ..utils._torch import (
+    FrozenModule,
+    evaluation_mode,
+    make_generator,
+    rng_scope,
+    seed_generators,
+)
 from ..utils._validation import check_doc_topic_prior
 from ..utils._warnings import warn
-from ._data import CSRBatchIterator, CSRDataset
+from ._data import CSRBatchIterator, CSRDataset, natural_batches
 from ._modules import ACTIVATIONS, InferenceNetwork, TFBatchNorm, TopicVAE
 from ._net import EpochMonitor, TopicNet
 
@@ -129,6 +136,14 @@ class NeuralTopicModel(BaseTopicModel):
                      if isinstance(m, TFBatchNorm)]
             _set_frozen_batch_norm(net.module_, False)
             self._configure_module(net.module_, n_train_documents=train.shape[0])
+            collective = current_collective()
+            if collective is not None and not warm:
+                # The same initial weights on every rank (above), then each rank's own
+                # dropout and reparameterisation noise.
+                seed_generators(seed * 1_000_003 + collective.rank, self.device_)
+            net.collective = collective
+            net.iterator_train__n_batches = (None if collective is None else
+                                             _steps_per_epoch(train.shape[0], self, collective))
             first = len(net.history)
             if run is not None:
                 last = run["last"]
@@ -147,6 +162,7 @@ class NeuralTopicModel(BaseTopicModel):
                     net.partial_fit(CSRDataset(train))
                 finally:
                     net.train_split = None  # keeps validation data out of pickles
+                    net.collective = None
                     monitor.prepare(None, None, None, None)
                 if stop is not None and stop.presses > 1:
                     # skorch swallowed the second Ctrl-C half-way through an epoch.
@@ -264,7 +280,10 @@ class NeuralTopicModel(BaseTopicModel):
             with torch.no_grad():
                 for batch in self._batches(X):
                     module(batch, generator=generator)
+            collective = current_collective()
             for norm in norms:
+                if collective is not None:  # statistics over every rank's documents
+                    _sum_accumulator(norm, collective)
                 norm.stop_accumulating()
 
     def _relocate(self, device):
@@ -367,6 +386,13 @@ class EncoderProposal:
         return mu, torch.exp(0.5 * logvar)
 
 
+def _steps_per_epoch(n_documents, estimator, collective):
+    """The steps of a data-parallel epoch: as many on every rank, the fewest any rank's
+    documents give (the global batch is every rank's batch together)."""
+    local = natural_batches(n_documents, estimator.batch_size, estimator.batch_sampling)
+    return -int(collective.max_(torch.tensor([-local]))[0])
+
+
 class _TrainingState:
     """A copy of what training changes in a net (weights, buffers, optimiser state,
     history, which statistics the batch norms use), to put back when a warm fit fails
@@ -384,6 +410,15 @@ class _TrainingState:
         del net.history[self.n_epochs:]
         for norm, frozen in self.frozen_norms:
             norm.use_running_stats = frozen
+
+
+def _sum_accumulator(norm, collective):
+    """Sum a batch norm's accumulated statistics over the ranks."""
+    total, total_sq, count = norm._accumulator
+    zeros = torch.zeros_like(norm.bias, dtype=torch.float64)
+    total = collective.sum_(total if torch.is_tensor(total) else zeros.clone())
+    total_sq = collective.sum_(total_sq if torch.is_tensor(total_sq) else zeros.clone())
+    norm._accumulator = [total, total_sq, collective.sum(int(count))]
 
 
 def _set_frozen_batch_norm(module, frozen):

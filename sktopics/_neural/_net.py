@@ -30,8 +30,26 @@ class TopicNet(NeuralNet):
       when the epoch ends;
     * a batch may be a :class:`~._sparse.SparseRows`, which goes to the module as is;
     * pickles are device-neutral: the tensors load on the CPU, and the owning
-      estimator moves them to a device the loading machine has.
+      estimator moves them to a device the loading machine has;
+    * data-parallel (``collective`` set by the estimator for a fit inside
+      :func:`sktopics.distributed.data_parallel`), each step averages the gradients
+      over the ranks before the optimiser moves, as ``DistributedDataParallel`` does.
     """
+
+    #: The process group of a data-parallel fit, or None.
+    collective = None
+
+    def train_step_single(self, batch, **fit_params):
+        step = super().train_step_single(batch, **fit_params)
+        if self.collective is not None and self.collective.world_size > 1:
+            grads = [p.grad for p in self.module_.parameters() if p.grad is not None]
+            flat = self.collective.sum_(torch.cat([g.reshape(-1) for g in grads]))
+            flat /= self.collective.world_size
+            offset = 0
+            for g in grads:
+                g.copy_(flat[offset:offset + g.numel()].view_as(g))
+                offset += g.numel()
+        return step
 
     def infer(self, x, **fit_params):
         if isinstance(x, SparseRows):  # already on the device; skorch cannot convert it
@@ -65,6 +83,7 @@ class TopicNet(NeuralNet):
         if isinstance(state.get("module"), torch.nn.Module):
             state["module"] = type(state["module"])
         state["device"] = "cpu"  # skorch then maps every tensor to the CPU on load
+        state.pop("collective", None)
         for key in ("iterator_train__device", "iterator_valid__device"):
             if key in state:
                 state[key] = "cpu"
@@ -161,8 +180,11 @@ class EpochMonitor(Callback):
                     "check the input counts."
                 )
             if losses:
-                mean = sum(loss * size for loss, size in zip(losses, sizes)) / sum(sizes)
-                net.history.record(f"{prefix}_loss", mean)
+                total = sum(loss * size for loss, size in zip(losses, sizes))
+                count = sum(sizes)
+                if net.collective is not None:  # every rank records the global mean
+                    total, count = net.collective.sum(float(total)), net.collective.sum(count)
+                net.history.record(f"{prefix}_loss", total / count)
         if self.verbose:
             parts = [f"epoch {row['epoch']:4d}", f"train_loss {row['train_loss']:.4f}"]
             if "valid_loss" in row:

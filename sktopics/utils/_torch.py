@@ -42,6 +42,7 @@ __all__ = [
     "make_generator",
     "resolve_device",
     "rng_scope",
+    "seed_generators",
     "TensorCache",
     "csr_to_dense_tensor",
 ]
@@ -309,6 +310,17 @@ def make_generator(seed, device="cpu"):
     return generator
 
 
+def seed_generators(seed, device="cpu"):
+    """Seed torch's global generators of the CPU and of ``device`` (within a
+    :func:`rng_scope`, which restores them afterwards)."""
+    device = torch.device(device)
+    torch.random.default_generator.manual_seed(int(seed))
+    if device.type == "cuda":
+        index = device.index if device.index is not None else torch.cuda.current_device()
+        with torch.cuda.device(index):
+            torch.cuda.manual_seed(int(seed))
+
+
 @contextlib.contextmanager
 def rng_scope(seed, device="cpu", state=None):
     """Seed the CPU generator and ``device``'s generator inside the block, restore both after.
@@ -343,10 +355,7 @@ def rng_scope(seed, device="cpu", state=None):
             for index in cuda:
                 torch.cuda.set_rng_state(state[1], index)
         else:
-            torch.random.default_generator.manual_seed(int(seed))
-            for index in cuda:
-                with torch.cuda.device(index):
-                    torch.cuda.manual_seed(int(seed))
+            seed_generators(seed, device)
 
         def get_state():
             return (torch.random.default_generator.get_state(),
