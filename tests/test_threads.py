@@ -8,8 +8,8 @@ import torch
 
 from sktopics.datasets import make_lda_corpus
 from sktopics.model_selection import ais_log_likelihood, left_to_right_log_likelihood
-from sktopics.utils import _torch as torch_utils
-from sktopics.utils._torch import _available_cores, resolve_n_jobs, thread_scope
+from sktopics.utils import _threads as threads_module
+from sktopics.utils._threads import _available_cores, resolve_n_jobs, thread_scope
 
 from ._instances import FAST_PARAMS
 
@@ -140,7 +140,7 @@ def test_overlapping_scopes_with_one_process_wide_setting(monkeypatch):
     """torch's native thread pool keeps one setting for the process: scopes that open
     and close in any order share it and leave it as it was."""
     setting = [2]
-    monkeypatch.setattr(torch_utils, "_per_thread_setting", lambda: False)
+    monkeypatch.setattr(threads_module, "_per_thread_setting", lambda: False)
     monkeypatch.setattr(torch, "get_num_threads", lambda: setting[0])
     monkeypatch.setattr(torch, "set_num_threads", lambda n: setting.__setitem__(0, n))
     assert _overlap(3, 1, lambda: setting[0]) == 1  # b's scope is the one still open
