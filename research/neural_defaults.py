@@ -9,7 +9,12 @@ topic diversity (TD@10), and the held-out log-likelihood per token from ``score`
 The corpora are general-purpose ones of several kinds (news, newsgroups, paper
 titles, long and short documents, small and large vocabularies), plus the setting
 of a new user: 4,000 raw 20 Newsgroups posts through ``CountVectorizer(
-stop_words="english", min_df=5, max_df=0.5)`` (over 10,000 words). The winner is
+stop_words="english", min_df=5, max_df=0.5)`` (over 10,000 words), and the short
+texts a new user brings: GoogleNews titles (``gnews``) and the subject lines of the
+20 Newsgroups posts (``subjects``), through ``CountVectorizer(stop_words="english",
+min_df=3, max_df=0.5)`` (``short_texts.load``). scikit-learn's
+``LatentDirichletAllocation`` and ``LDAGibbs`` at their defaults can be fitted beside
+the candidates as references (``--models sklearn_lda LDAGibbs``). The winner is
 the candidate with the best mean rank over all (corpus, K) cells, not the best
 on any one corpus.
 
@@ -39,41 +44,84 @@ from sklearn.feature_extraction.text import CountVectorizer
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))  # _common
 import _common  # noqa: E402
 from _common import default_data_home, machine, markdown_table, write_results  # noqa: E402
+from sklearn.decomposition import LatentDirichletAllocation  # noqa: E402
 
-from sktopics import AVITM, PAMVI, ProdLDA  # noqa: E402
+from sktopics import AVITM, PAMVI, LDAGibbs, ProdLDA  # noqa: E402
+from sktopics._neural import _modules  # noqa: E402
+from sktopics._neural._losses import gaussian_kl  # noqa: E402
 from sktopics.datasets import load_20news_avitm, load_nyt, load_octis  # noqa: E402
 from sktopics.metrics import npmi_coherence, topic_diversity  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import short_texts  # noqa: E402
 
 _common.RESULTS = Path(__file__).resolve().parent / "results"  # research/results
 
 #: How each model is built for K topics (PAMVI: 2 super-topics over K sub-topics).
+#: LDAGibbs and scikit-learn's LDA are references, fitted at their defaults.
 ESTIMATORS = {
     "ProdLDA": ProdLDA,
     "AVITM": AVITM,
     "PAMVI": lambda k, **params: PAMVI(structure=(2, k), **params),
+    "LDAGibbs": lambda k, random_state, n_jobs, **params: LDAGibbs(
+        k, random_state=random_state, n_jobs=n_jobs, device="cpu"),
+    "sklearn_lda": lambda k, random_state, **params: LatentDirichletAllocation(
+        k, random_state=random_state),
 }
 
 #: Candidate configurations per model (constructor parameters on top of ``max_iter``).
 #: "avitm" is the original code's configuration (the class defaults before this protocol).
 CANDIDATES = {
     "ProdLDA": {
-        "avitm": {"dropout": 0.6, "batch_size": 200, "batch_sampling": "with_replacement"},
-        "diverse": {"dropout": 0.2, "batch_size": 64, "batch_sampling": "shuffle"},
-        "light": {"dropout": 0.2, "batch_size": 200, "batch_sampling": "shuffle"},
+        "avitm": {"dropout": 0.6, "batch_size": 200, "batch_sampling": "with_replacement",
+                  "free_bits": 0.0},
+        "diverse": {"dropout": 0.2, "batch_size": 64, "batch_sampling": "shuffle",
+                    "free_bits": 0.0},
+        "light": {"dropout": 0.2, "batch_size": 200, "batch_sampling": "shuffle",
+                  "free_bits": 0.0},
         "light_bg": {"dropout": 0.2, "batch_size": 200, "batch_sampling": "shuffle",
-                     "word_background": True},
+                     "word_background": True, "free_bits": 0.0},
+        # the defaults since the short-text study: "diverse" with free bits
+        "diverse_free_bits": {"dropout": 0.2, "batch_size": 64, "batch_sampling": "shuffle",
+                              "free_bits": 0.25},
     },
     "AVITM": {
         "avitm": {"dropout": 0.25, "learning_rate": 1e-2, "batch_size": 200,
-                  "batch_sampling": "with_replacement", "shared_noise": True},
+                  "batch_sampling": "with_replacement", "shared_noise": True, "free_bits": 0.0},
         "diverse": {"dropout": 0.2, "learning_rate": 2e-3, "batch_size": 64,
-                    "batch_sampling": "shuffle", "shared_noise": False},
+                    "batch_sampling": "shuffle", "shared_noise": False, "free_bits": 0.0},
+        "diverse_free_bits": {"dropout": 0.2, "learning_rate": 2e-3, "batch_size": 64,
+                              "batch_sampling": "shuffle", "shared_noise": False,
+                              "free_bits": 0.25},
     },
+    "LDAGibbs": {"default": {}},
+    "sklearn_lda": {"default": {}},
     "PAMVI": {  # "current": the defaults before this protocol, their own 100 epochs
         "current": {"batch_size": 64, "learning_rate": 5e-3, "max_iter": 100},
         "b200": {"batch_size": 200, "learning_rate": 1e-2},
     },
 }
+
+
+class FloorCounter:
+    """Stands in for the KL of ProdLDA's and AVITM's modules during a fit and counts
+    the training steps in which free bits floored some latent dimension (a fit in
+    which none did is, bit for bit, the fit with ``free_bits=0``)."""
+
+    def __init__(self):
+        self.steps = self.floored = 0
+
+    def __call__(self, mu, logvar, prior_mean, prior_var, free_nats=0.0):
+        value = gaussian_kl(mu, logvar, prior_mean, prior_var, free_nats)
+        if free_nats > 0:
+            self.steps += 1
+            self.floored += not torch.equal(
+                value, gaussian_kl(mu, logvar, prior_mean, prior_var))
+        return value
+
+    def share(self):
+        """Share of the training steps with a floored dimension (NaN: no free bits)."""
+        return self.floored / self.steps if self.steps else float("nan")
 
 
 def raw_posts(data_home, n_train=4000, n_test=2000):
@@ -99,6 +147,8 @@ def load(name, data_home):
         return load_nyt(data_home, subset="train").data, load_nyt(data_home, subset="test").data
     if name == "20ng_raw":
         return raw_posts(data_home)
+    if name in ("gnews", "subjects"):  # short texts: titles, post subjects
+        return short_texts.load(name, data_home)
     octis = {"bbc": "BBC_News", "dblp": "DBLP", "m10": "M10"}[name]
     return (load_octis(octis, data_home, subset="train").data,
             load_octis(octis, data_home, subset="test").data)
@@ -106,10 +156,13 @@ def load(name, data_home):
 
 def evaluate(model, X_test):
     kept = X_test[np.asarray(X_test.sum(1)).ravel() > 0]
+    share, _ = short_texts.largest_share(model, kept)
+    own = hasattr(model, "n_train_tokens_")  # scikit-learn's score is another quantity
     return {
         "npmi": npmi_coherence(model, kept, 10).mean,
         "td10": topic_diversity(model, 10),
-        "loglik": model.score(kept[:2000]),
+        "loglik": model.score(kept[:2000]) if own else float("nan"),
+        "largest_share": share,
     }
 
 
@@ -122,8 +175,9 @@ def summarise(rows):
     for (model, corpus, k, candidate), group in sorted(cells.items()):
         means.append({"model": model, "corpus": corpus, "K": k, "candidate": candidate,
                       "seeds": len(group),
-                      **{m: float(np.mean([g[m] for g in group]))
-                         for m in ("npmi", "td10", "loglik", "fit_s")}})
+                      **{m: float(np.mean([g.get(m, np.nan) for g in group]))
+                         for m in ("npmi", "td10", "loglik", "largest_share", "floored_steps",
+                                   "fit_s")}})
     return means
 
 
@@ -160,15 +214,17 @@ def plot(rows, path):
     import matplotlib.pyplot as plt
 
     cells = sorted({(r["corpus"], r["K"]) for r in rows}, key=lambda c: (c[1], c[0]))
-    candidates = sorted({r["candidate"] for r in rows})
+    several = len({r["model"] for r in rows}) > 1
+    label = (lambda r: f"{r['model']} {r['candidate']}") if several else (lambda r: r["candidate"])
+    candidates = sorted({label(r) for r in rows})
     n_cols = min(len(cells), 3)
     n_rows = -(-len(cells) // n_cols)
     fig, axes = plt.subplots(n_rows, n_cols, figsize=(3.6 * n_cols, 3.0 * n_rows),
                              squeeze=False)
     for ax, (corpus, k) in zip(axes.ravel(), cells):
         for i, candidate in enumerate(candidates):
-            points = [r for r in rows if (r["corpus"], r["K"], r["candidate"]) == (corpus, k,
-                                                                                    candidate)]
+            points = [r for r in rows if (r["corpus"], r["K"], label(r)) == (corpus, k,
+                                                                              candidate)]
             ax.scatter([p["td10"] for p in points], [p["npmi"] for p in points],
                        color=f"C{i}", label=candidate, s=22)
         ax.axvline(0.8, color="grey", lw=0.8, ls="--")
@@ -178,7 +234,8 @@ def plot(rows, path):
     for ax in axes.ravel()[len(cells):]:
         ax.set_visible(False)
     axes[0, 0].legend(fontsize=8)
-    fig.suptitle(f"{rows[0]['model']}: one point per seed; dashed: TD = 0.8", fontsize=10)
+    models = ", ".join(sorted({r["model"] for r in rows}))
+    fig.suptitle(f"{models}: one point per seed; dashed: TD = 0.8", fontsize=10)
     fig.tight_layout(rect=(0, 0, 1, 0.97))
     fig.savefig(path, dpi=90)
     plt.close(fig)
@@ -189,7 +246,8 @@ def main():
     parser.add_argument("--data-home", default=default_data_home())
     parser.add_argument("--models", nargs="+", default=["ProdLDA"], choices=list(ESTIMATORS))
     parser.add_argument("--corpora", nargs="+",
-                        default=["20ng", "bbc", "m10", "20ng_raw", "nyt", "dblp"])
+                        default=["20ng", "bbc", "m10", "20ng_raw", "nyt", "dblp", "gnews",
+                                 "subjects"])
     parser.add_argument("--topics", type=int, nargs="+", default=[50, 20, 100])
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--candidates", nargs="+", default=None,
@@ -216,8 +274,11 @@ def main():
         f"{args.threads} threads), commit {info.get('git_commit')}; max_iter={args.max_iter} "
         "unless a candidate sets its own; "
         "NPMI: held-out split as reference, boolean documents, epsilon convention, top 10; "
-        "TD@10; loglik: `score` per token on at most 2,000 held-out documents; means over "
-        "seeds.\n\n"
+        "TD@10; loglik: `score` per token on at most 2,000 held-out documents (sktopics "
+        "models); largest_share: mean largest topic share of `transform` on the held-out "
+        "documents (uniform: 1 / K); floored_steps: share of the training steps in which "
+        "free bits floored a latent dimension (0: the fit is the one without free bits, "
+        "bit for bit); means over seeds.\n\n"
     )
     corpora = {name: load(name, args.data_home) for name in args.corpora}
     for k in args.topics:
@@ -231,11 +292,14 @@ def main():
                         model = ESTIMATORS[model_name](
                             k, random_state=seed, device="cpu", n_jobs=args.threads,
                             **{"max_iter": args.max_iter, **params})
+                        counter = _modules.gaussian_kl = FloorCounter()
                         start = time.perf_counter()
                         model.fit(X)
+                        _modules.gaussian_kl = gaussian_kl
                         row = {"model": model_name, "corpus": corpus, "K": k,
                                "candidate": candidate, "seed": seed,
                                "fit_s": time.perf_counter() - start,
+                               "floored_steps": counter.share(),
                                "n_docs": X.shape[0], "n_words": X.shape[1],
                                **evaluate(model, X_test)}
                         rows.append(row)
@@ -244,7 +308,8 @@ def main():
                                                   "rows": rows},
                                       header + markdown_table(summarise(rows), [
                                           "model", "corpus", "K", "candidate", "seeds",
-                                          "npmi", "td10", "loglik", "fit_s"]))
+                                          "npmi", "td10", "loglik", "largest_share",
+                                          "floored_steps", "fit_s"]))
                         write_ranks(args.name, rows)
                         plot(rows, figure)
 

@@ -2,6 +2,7 @@
 
 import pickle
 import re
+import warnings
 
 import joblib
 import numpy as np
@@ -281,6 +282,7 @@ def test_bad_input_after_fit(cls, corpus):
         (dict(activation="sigmoid"), "activation"),
         (dict(batch_sampling="nope"), "batch_sampling"),
         (dict(device="tpu"), "device"),
+        (dict(free_bits=-0.1), "free_bits"),
     ],
 )
 def test_bad_parameters(cls, corpus, params, message):
@@ -312,7 +314,7 @@ def test_collapse_warning():
     # Force identical topics and re-run the check the fit performs.
     model.components_ = np.tile(model.components_[:1], (8, 1))
     with pytest.warns(UserWarning, match="collapsed"):
-        model._warn_if_collapsed()
+        model._warn_if_collapsed(X)
 
 
 def test_pipeline_grid_search_and_top_words():
@@ -344,9 +346,10 @@ def test_word_background_is_the_log_training_frequency(corpus):
 
 
 @pytest.mark.parametrize("cls, faithful", [
-    (ProdLDA, {"dropout": 0.6, "batch_size": 200, "batch_sampling": "with_replacement"}),
+    (ProdLDA, {"dropout": 0.6, "batch_size": 200, "batch_sampling": "with_replacement",
+               "free_bits": 0.0}),
     (AVITM, {"dropout": 0.25, "learning_rate": 1e-2, "batch_size": 200,
-             "batch_sampling": "with_replacement", "shared_noise": True}),
+             "batch_sampling": "with_replacement", "shared_noise": True, "free_bits": 0.0}),
 ])
 def test_from_preset(cls, faithful):
     model = cls.from_preset("diverse", n_components=7)
@@ -401,3 +404,80 @@ def test_laplace_approximation_formula():
     mean, var = laplace_logistic_normal(alpha)
     np.testing.assert_allclose(mean, np.log(alpha) - np.log(alpha).mean())
     np.testing.assert_allclose(var, (1 / alpha) * (1 - 2 / 3) + (1 / alpha).sum() / 9)
+
+
+def test_avitm_warns_when_every_document_gets_the_same_proportions(corpus):
+    from sklearn.feature_extraction.text import TfidfTransformer
+
+    from sktopics._neural._collapse import proportions_collapse
+
+    model = AVITM(4, random_state=0, **FAST)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a fit whose documents differ: no warning
+        model.fit(corpus)
+    collapsed, share, _ = proportions_collapse(model, corpus)
+    assert not collapsed
+    assert share == pytest.approx(model.transform(corpus).max(axis=1).mean())
+    # An encoder collapsed to the prior: mu = 0 for every document (theta uniform).
+    encoder = model.net_.module_.encoder
+    with torch.no_grad():
+        encoder.mu.weight.zero_()
+        encoder.mu_bn.running_mean.copy_(encoder.mu.bias)
+        encoder.mu_bn.bias.zero_()
+    np.testing.assert_allclose(model.transform(corpus), 0.25, rtol=1e-5)
+    for X, advice in ((corpus, "fewer topics"),
+                      (TfidfTransformer().fit_transform(corpus), "tf-idf")):
+        with pytest.warns(UserWarning, match=f"near-duplicates.*{advice}"):
+            model._warn_if_collapsed(X)
+
+
+def test_free_bits_floor_each_dimensions_batch_mean_kl():
+    from sktopics._neural._losses import gaussian_kl
+
+    prior_mean, prior_var = torch.zeros(3), torch.full((3,), 0.5)
+    generator = torch.Generator().manual_seed(0)
+    mu = torch.randn(6, 3, generator=generator) * torch.tensor([0.01, 2.0, 0.05])
+    mu.requires_grad_(True)
+    logvar = torch.full((6, 3), float(np.log(0.5)), requires_grad=True)  # the prior's
+    exact = 0.5 * (mu ** 2 / prior_var).detach()  # per document and dimension
+    kl = gaussian_kl(mu, logvar, prior_mean, prior_var)
+    torch.testing.assert_close(kl, exact.sum(1))
+    free = gaussian_kl(mu, logvar, prior_mean, prior_var, free_nats=0.25)
+    floored = exact.mean(0) < 0.25
+    assert floored.tolist() == [True, False, True]
+    # averaged over the batch: sum_k max(free, mean KL_k)
+    torch.testing.assert_close(free.mean(), torch.maximum(exact.mean(0), torch.tensor(0.25)).sum())
+    free.sum().backward()
+    assert torch.all(mu.grad[:, floored] == 0)  # no pull towards the prior there
+    assert torch.all(mu.grad[:, 1] != 0)
+    # a floor below every dimension's KL changes nothing, bit for bit
+    low = gaussian_kl(mu, logvar, prior_mean, prior_var, free_nats=exact.mean(0).min() / 2)
+    assert torch.equal(low, kl)
+
+
+@pytest.mark.parametrize("cls", NEURAL)
+def test_free_bits_apply_in_training_only_and_follow_the_parameter(cls, corpus):
+    from sktopics._neural._losses import gaussian_kl
+
+    model = fitted(cls, corpus, free_bits=50.0)  # a floor above every dimension's KL
+    module = model.net_.module_
+    assert module.free_bits == 50.0
+    x = torch.as_tensor(corpus[:8].toarray(), dtype=torch.float32,
+                        device=next(module.parameters()).device)
+    module.train()
+    y_pred = module(x)
+    reconstruction, mu, logvar = y_pred
+    torch.testing.assert_close(module.negative_elbo(x, y_pred), reconstruction + 4 * 50.0)
+    module.eval()
+    torch.testing.assert_close(module.negative_elbo(x, y_pred),
+                               reconstruction + gaussian_kl(mu, logvar, module.prior_mean,
+                                                            module.prior_var))
+    model.set_params(free_bits=0.0, warm_start=True).fit(corpus)  # set before each fit
+    assert module.free_bits == 0.0
+
+
+@pytest.mark.parametrize("cls", NEURAL)
+def test_free_bits_leave_a_fit_whose_dimensions_stay_above_the_floor_unchanged(cls, corpus):
+    default = fitted(cls, corpus)
+    elbo = fitted(cls, corpus, free_bits=0.0)
+    np.testing.assert_array_equal(default.components_, elbo.components_)

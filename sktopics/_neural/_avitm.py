@@ -2,7 +2,16 @@
 
 from .._generative import MixtureLikelihood
 from ..utils._docstring import fill_doc
-from ._docs import COUNT_POLICY, ENCODER_AND_TRAINING, FITTED_ATTRIBUTES, batch_parameters
+from ..utils._warnings import warn
+from ._collapse import proportions_collapse
+from ._docs import (
+    COUNT_POLICY,
+    ENCODER_AND_TRAINING,
+    FITTED_ATTRIBUTES,
+    FREE_BITS,
+    INTERRUPTS,
+    batch_parameters,
+)
 from ._estimator import NeuralTopicModel
 from ._modules import MixtureDecoder
 
@@ -10,8 +19,9 @@ __all__ = ["AVITM"]
 
 
 @fill_doc(shared_parameters=ENCODER_AND_TRAINING, fitted_attributes=FITTED_ATTRIBUTES,
-          count_policy=COUNT_POLICY,
-          batch_parameters=batch_parameters(64, "shuffle"))
+          count_policy=COUNT_POLICY + INTERRUPTS,
+          batch_parameters=batch_parameters(64, "shuffle"),
+          free_bits=FREE_BITS)
 class AVITM(NeuralTopicModel):
     """LDA trained by autoencoding variational inference (the paper's NVLDA).
 
@@ -23,11 +33,12 @@ class AVITM(NeuralTopicModel):
     The defaults were chosen by a protocol over five corpora and three seeds
     (held-out NPMI, topic diversity and held-out likelihood; see the user
     guide): lighter dropout, a smaller learning rate, smaller shuffled batches,
-    one noise draw per document and 50 epochs. ``AVITM.from_preset("avitm")``
-    reproduces the original NVLDA code (dropout 0.25, learning rate 1e-2,
-    batches of 200 drawn with replacement, one noise draw per batch, 300
-    epochs). Either way inference uses batch-norm statistics measured over the
-    training set at the end of fit.
+    one noise draw per document and 50 epochs, plus free bits in the KL term
+    (as ProdLDA). ``AVITM.from_preset("avitm")`` reproduces the original NVLDA
+    code (dropout 0.25, learning rate 1e-2, batches of 200 drawn with
+    replacement, one noise draw per batch, 300 epochs, no free bits). Either
+    way inference uses batch-norm statistics measured over the training set at
+    the end of fit.
 
     Presets (:meth:`from_preset`): ``"avitm"``, the paper's configuration;
     ``"diverse"``, the defaults.
@@ -40,6 +51,7 @@ class AVITM(NeuralTopicModel):
         Dirichlet parameter ``alpha`` approximated by the logistic-normal prior.
     {shared_parameters}
     {batch_parameters}
+    {free_bits}
     dropout : float, default=0.2
         Drop probability after the encoder's last hidden layer and on ``theta``
         (the original NVLDA code: 0.25, it keeps 75 %).
@@ -59,6 +71,7 @@ class AVITM(NeuralTopicModel):
     Notes
     -----
     {count_policy}
+
     ``components_`` is ``softmax(BN(beta))``, the model's actual topic-word
     distributions (batch norm across topics for each word, using ``beta``'s own
     statistics). ``score`` estimates the held-out log-likelihood
@@ -101,6 +114,7 @@ class AVITM(NeuralTopicModel):
         bn_momentum=1e-3,
         bn_eps=1e-3,
         bn_statistics="recompute",
+        free_bits=0.25,
         shared_noise=False,
         clip_grad_norm=None,
         validation_fraction=None,
@@ -126,6 +140,7 @@ class AVITM(NeuralTopicModel):
         self.bn_momentum = bn_momentum
         self.bn_eps = bn_eps
         self.bn_statistics = bn_statistics
+        self.free_bits = free_bits
         self.shared_noise = shared_noise
         self.clip_grad_norm = clip_grad_norm
         self.validation_fraction = validation_fraction
@@ -141,12 +156,23 @@ class AVITM(NeuralTopicModel):
     #: Named parameter sets of :meth:`from_preset`.
     PRESETS = {
         "avitm": {"dropout": 0.25, "learning_rate": 1e-2, "batch_size": 200,
-                  "batch_sampling": "with_replacement", "shared_noise": True, "max_iter": 300},
+                  "batch_sampling": "with_replacement", "shared_noise": True, "max_iter": 300,
+                  "free_bits": 0.0},
         "diverse": {},
     }
 
     def _build_decoder(self, n_features):
         return MixtureDecoder(self.n_components, n_features, self.bn_eps)
+
+    def _configure_module(self, module, n_train_documents):
+        module.free_bits = self.free_bits
+
+    def _warn_if_collapsed(self, X=None):
+        collapsed, _, message = (False, None, "") if X is None else proportions_collapse(self, X)
+        if collapsed:
+            warn(message, UserWarning)
+        else:
+            super()._warn_if_collapsed(X)
 
     def _likelihood(self):
         return MixtureLikelihood(self.components_.copy())

@@ -36,7 +36,13 @@ n_iter_no_change : int, default=10
 tol : float, default=1e-4
     Minimum improvement of ``valid_loss`` for early stopping.
 warm_start : bool, default=False
-    Continue from the previous fit's parameters instead of re-initialising.
+    Continue from the previous fit's parameters instead of re-initialising:
+    ``fit`` trains ``max_iter`` more epochs. After an interrupted fit (Ctrl-C,
+    see Notes), a warm ``fit`` on the same data with the same ``max_iter``
+    finishes the interrupted run instead: the remaining epochs, with its seed,
+    which give the fit an uninterrupted run would have given (identical at a
+    given number of threads). On other data or with another ``max_iter`` it
+    starts a new run.
 callbacks : list of skorch callbacks or None, default=None
     Extra ``(name, callback)`` pairs or callbacks forwarded to the private
     skorch net (``history_`` holds what they record).
@@ -67,8 +73,12 @@ n_iter_ : int
 net_ : skorch.NeuralNet
     The private skorch net owning the torch module and optimiser.
 history_ : skorch.history.History
-    Per-epoch ``train_loss`` (negative ELBO per document), ``valid_loss``
-    and ``dur`` (seconds).
+    One row per epoch: ``train_loss`` (the training objective per document,
+    the negative ELBO), ``valid_loss`` (with ``validation_fraction``), ``dur``
+    (seconds), and ``train_tokens_per_document`` (``valid_tokens_per_document``):
+    the mean number of tokens of the training (validation) documents of the
+    ``fit`` or ``partial_fit`` call that ran the epoch, by which the per-document
+    losses divide into per-token ones.
 device_ : torch.device
     The device the model was trained on.
 n_features_in_ : int
@@ -101,3 +111,32 @@ batch_sampling : {{"with_replacement", "shuffle"}}, default="{batch_sampling}"
     batches of ``batch_size`` documents with replacement per epoch;
     ``"shuffle"`` visits a fresh permutation of the documents per epoch.
 """
+
+
+FREE_BITS = """
+free_bits : float, default=0.25
+    Nats of the KL term per latent dimension left free in training ("free
+    bits", Kingma et al. 2016): a dimension whose KL, averaged over the
+    mini-batch, is below ``free_bits`` counts ``free_bits`` instead and is
+    not pulled towards the prior. On short documents (titles, posts) at 20
+    topics or more the KL term otherwise draws every document to the prior:
+    nearly uniform proportions and the same rare words in every topic. On
+    longer documents no dimension comes near the floor and training is the
+    same as with ``0``, the ELBO itself, which the original code trains on
+    (``from_preset("avitm")``). ``train_loss`` in ``history_`` is the
+    objective trained on; ``valid_loss``, ``score`` and the evaluation use the
+    ELBO.
+"""
+
+
+INTERRUPTS = """
+**Interrupts.** The first Ctrl-C during ``fit`` or ``partial_fit`` ends
+training after the current epoch: the estimator keeps the model of the epochs
+done (``n_iter_`` counts them), and the ``KeyboardInterrupt`` is raised again
+once the model is consistent, so that a loop around ``fit`` stops too. A warm
+``fit`` then finishes the run (``warm_start``). A second Ctrl-C stops at once
+and leaves the estimator as it was before the call: the half epoch of updates
+is undone with the rest of the call (weights, optimiser state and history are
+put back).
+"""
+

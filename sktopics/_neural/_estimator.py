@@ -62,6 +62,7 @@ class NeuralTopicModel(BaseTopicModel):
         "bn_eps": [Interval(Real, 0, None, closed="neither")],
         "bn_statistics": [StrOptions({"recompute", "running"})],
         "shared_noise": ["boolean"],
+        "free_bits": [Interval(Real, 0, None, closed="left")],
         "clip_grad_norm": [None, Interval(Real, 0, None, closed="neither")],
         "validation_fraction": [None, Interval(Real, 0, 1, closed="neither")],
         "n_iter_no_change": [Interval(Integral, 1, None, closed="left")],
@@ -183,7 +184,7 @@ class NeuralTopicModel(BaseTopicModel):
                 raise
         self.n_iter_ = len(net.history)
         self.topic_word_prior_ = None
-        self._warn_if_collapsed()
+        self._warn_if_collapsed(train)
         return self
 
     def _configure_module(self, module, n_train_documents):
@@ -211,9 +212,7 @@ class NeuralTopicModel(BaseTopicModel):
 
     def _build_module(self, n_features):
         """The torch module: ``forward(x, generator=None)`` returns the ``y_pred`` of
-        the loss; a module may define ``negative_elbo(x, y_pred)`` (per document),
-        otherwise ``y_pred = (reconstruction, mu, logvar)`` with the single Laplace
-        prior of :class:`TopicVAE`."""
+        the loss, ``negative_elbo(x, y_pred)`` the loss per document."""
         prior_mean, prior_var = laplace_logistic_normal(self.doc_topic_prior_)
         encoder = InferenceNetwork(
             n_features, self.n_components, tuple(self.hidden_sizes), self.activation,
@@ -348,7 +347,9 @@ class NeuralTopicModel(BaseTopicModel):
         """Training history (a :class:`skorch.history.History`), read-only."""
         return self.net_.history
 
-    def _warn_if_collapsed(self):
+    def _warn_if_collapsed(self, X=None):
+        """Warn when the fitted topics look collapsed (``X``: the training counts, for
+        checks that read documents)."""
         n_topics, n_words = self.components_.shape
         if n_topics < 4 or n_words < 10 * n_topics:
             return

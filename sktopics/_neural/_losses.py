@@ -105,11 +105,22 @@ def product_of_experts_nll(z, norm, background, x):
     return _ProductOfExpertsNLL.apply(z, norm.bias + background, x, norm)
 
 
-def gaussian_kl(mu, logvar, prior_mean, prior_var):
-    """KL(N(mu, diag exp(logvar)) || N(prior_mean, diag prior_var)) per document."""
+def gaussian_kl(mu, logvar, prior_mean, prior_var, free_nats=0.0):
+    """KL(N(mu, diag exp(logvar)) || N(prior_mean, diag prior_var)) per document.
+
+    With ``free_nats > 0`` ("free bits", Kingma et al. 2016), a latent dimension
+    whose KL averaged over the batch is below ``free_nats`` counts ``free_nats`` for
+    every document, a constant with no gradient: averaged over the batch, the term
+    is ``sum_k max(free_nats, mean_batch KL_k)``. When no dimension is below the
+    floor the value is the KL itself, bit for bit.
+    """
     var_ratio = torch.exp(logvar) / prior_var
     mean_term = (prior_mean - mu) ** 2 / prior_var
-    return 0.5 * (var_ratio + mean_term - 1.0 - logvar + torch.log(prior_var)).sum(-1)
+    twice = var_ratio + mean_term - 1.0 - logvar + torch.log(prior_var)  # (batch, K)
+    if free_nats > 0:
+        floor = 2.0 * float(free_nats)
+        twice = torch.where(twice.mean(0) < floor, twice.new_tensor(floor), twice)
+    return 0.5 * twice.sum(-1)
 
 
 def topic_word_log_prior(log_topic_word, eta):

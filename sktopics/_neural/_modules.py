@@ -7,7 +7,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ._losses import mixture_nll, product_of_experts_nll, reconstruction_nll
+from ._losses import gaussian_kl, mixture_nll, product_of_experts_nll, reconstruction_nll
 from ._sparse import InputLinear, SparseRows
 
 __all__ = [
@@ -207,9 +207,14 @@ class TopicVAE(nn.Module):
     """Encoder, reparameterised logistic-normal sample, theta dropout, decoder.
 
     ``forward(x)`` returns ``(reconstruction, mu, logvar)``, the reconstruction term
-    ``-sum_w x_w log p_w`` per document; the ELBO is assembled in
-    :mod:`sktopics._neural._net`. The fixed Laplace prior lives in buffers.
+    ``-sum_w x_w log p_w`` per document; :meth:`negative_elbo` adds the KL term. The
+    fixed Laplace prior lives in buffers. In training the KL term leaves
+    ``free_bits`` nats per latent dimension free (set by the estimator before each
+    fit; see :func:`~._losses.gaussian_kl`); in evaluation it is the ELBO's own.
     """
+
+    #: Nats of KL per latent dimension left free in training (0: the ELBO itself).
+    free_bits = 0.0
 
     def __init__(self, encoder, decoder, prior_mean, prior_var, theta_dropout,
                  shared_noise=False):
@@ -220,6 +225,12 @@ class TopicVAE(nn.Module):
         self.shared_noise = shared_noise
         self.register_buffer("prior_mean", torch.as_tensor(prior_mean, dtype=torch.float32))
         self.register_buffer("prior_var", torch.as_tensor(prior_var, dtype=torch.float32))
+
+    def negative_elbo(self, x, y_pred):
+        """Per-document negative ELBO (with free bits in training)."""
+        reconstruction, mu, logvar = y_pred
+        free = self.free_bits if self.training else 0.0
+        return reconstruction + gaussian_kl(mu, logvar, self.prior_mean, self.prior_var, free)
 
     def sample_h(self, mu, logvar, generator=None):
         shape = (1, mu.shape[1]) if self.shared_noise and self.training else mu.shape

@@ -63,6 +63,7 @@ class MoLDA(PAMTopicModel):
     Notes
     -----
     {count_policy}
+
     :meth:`transform` returns the joint proportions over all the components'
     topics, ``theta_r[m] * theta_m[k]`` with the node distributions at their
     posterior means; :meth:`transform_components` the per-component ``theta_m``

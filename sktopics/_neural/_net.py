@@ -12,7 +12,6 @@ import torch
 from skorch import NeuralNet
 from skorch.callbacks import Callback
 
-from ._losses import gaussian_kl
 from ._sparse import SparseRows
 
 __all__ = ["TopicNet", "EpochMonitor", "module_negative_elbo"]
@@ -91,17 +90,10 @@ class TopicNet(NeuralNet):
 
 
 def module_negative_elbo(module, x, y_pred):
-    """Per-document negative ELBO of a topic VAE's output ``y_pred``.
-
-    Modules with a structured latent (PAMVI, MoLDA) define
-    ``negative_elbo(x, y_pred)``; otherwise ``y_pred`` is
-    ``(reconstruction, mu, logvar)`` and the prior is the module's single Laplace
-    prior (``prior_mean``, ``prior_var``).
-    """
-    if hasattr(module, "negative_elbo"):
-        return module.negative_elbo(x, y_pred)
-    reconstruction, mu, logvar = y_pred
-    return reconstruction + gaussian_kl(mu, logvar, module.prior_mean, module.prior_var)
+    """Per-document negative ELBO of a topic VAE's output ``y_pred``: every module
+    (:class:`~._modules.TopicVAE`, PAMVI's, MoLDA's) defines
+    ``negative_elbo(x, y_pred)``."""
+    return module.negative_elbo(x, y_pred)
 
 
 class EpochMonitor(Callback):

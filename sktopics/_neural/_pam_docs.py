@@ -6,7 +6,13 @@ fits the text it goes into.
 """
 
 from ..utils._docstring import fill_doc, replace_entries
-from ._docs import COUNT_POLICY, ENCODER_AND_TRAINING, FITTED_ATTRIBUTES, batch_parameters
+from ._docs import (
+    COUNT_POLICY,
+    ENCODER_AND_TRAINING,
+    FITTED_ATTRIBUTES,
+    INTERRUPTS,
+    batch_parameters,
+)
 
 __all__ = [
     "PAM_FITTED_ATTRIBUTES",
@@ -102,6 +108,6 @@ word_gain : bool, default=True
 #: Class decorator filling the placeholders of the PAMVI and MoLDA docstrings.
 fill_pam_doc = fill_doc(
     shared_parameters=PAM_TRAINING, fitted_attributes=PAM_FITTED_ATTRIBUTES,
-    count_policy=COUNT_POLICY, word_gain=WORD_GAIN, shift_init=SHIFT_INIT,
+    count_policy=COUNT_POLICY + INTERRUPTS, word_gain=WORD_GAIN, shift_init=SHIFT_INIT,
     topic_word_prior=TOPIC_WORD_PRIOR,
 )

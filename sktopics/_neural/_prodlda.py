@@ -5,7 +5,14 @@ import torch
 
 from .._generative import ProductOfExpertsLikelihood
 from ..utils._docstring import fill_doc
-from ._docs import COUNT_POLICY, ENCODER_AND_TRAINING, FITTED_ATTRIBUTES, batch_parameters
+from ._docs import (
+    COUNT_POLICY,
+    ENCODER_AND_TRAINING,
+    FITTED_ATTRIBUTES,
+    FREE_BITS,
+    INTERRUPTS,
+    batch_parameters,
+)
 from ._estimator import NeuralTopicModel
 from ._modules import ProductOfExpertsDecoder
 
@@ -13,8 +20,9 @@ __all__ = ["ProdLDA"]
 
 
 @fill_doc(shared_parameters=ENCODER_AND_TRAINING, fitted_attributes=FITTED_ATTRIBUTES,
-          count_policy=COUNT_POLICY,
-          batch_parameters=batch_parameters(64, "shuffle"))
+          count_policy=COUNT_POLICY + INTERRUPTS,
+          batch_parameters=batch_parameters(64, "shuffle"),
+          free_bits=FREE_BITS)
 class ProdLDA(NeuralTopicModel):
     """ProdLDA topic model trained by autoencoding variational Bayes.
 
@@ -27,9 +35,10 @@ class ProdLDA(NeuralTopicModel):
     The defaults were chosen by a protocol over six corpora and three seeds
     (K = 50, and 20 and 100 for the finalists; held-out NPMI, topic diversity
     and held-out likelihood; see the user guide): lighter dropout, smaller
-    shuffled batches and 50 epochs. ``ProdLDA.from_preset("avitm")`` reproduces the original
-    AVITM code knob by knob (dropout 0.6, batches of 200 drawn with
-    replacement, 100 epochs). Either way inference uses batch-norm statistics
+    shuffled batches and 50 epochs, plus free bits in the KL term, which keep
+    short documents from collapsing to the prior. ``ProdLDA.from_preset("avitm")``
+    reproduces the original AVITM code knob by knob (dropout 0.6, batches of 200
+    drawn with replacement, 100 epochs, the ELBO without free bits). Either way inference uses batch-norm statistics
     measured over the whole training set at the end of fit (``bn_statistics``).
 
     Presets (:meth:`from_preset`): ``"avitm"``, the paper's configuration;
@@ -49,6 +58,7 @@ class ProdLDA(NeuralTopicModel):
         forces every topic to explain a document on its own, which makes topics
         near-duplicates.
     {batch_parameters}
+    {free_bits}
     word_background : bool, default=False
         Add the log training-set word frequencies as a fixed bias to the decoder
         logits (as Scholar does). Frequent words are then explained by the
@@ -60,8 +70,7 @@ class ProdLDA(NeuralTopicModel):
     {fitted_attributes}
     beta_ : ndarray of shape (n_components, n_features)
         Raw (unnormalised) topic-word logits of the decoder;
-        ``components_ = softmax(beta_)``, whose ranking is the original code's
-        read-out of the top words.
+        ``components_ = softmax(beta_)`` (see Notes).
 
     See Also
     --------
@@ -71,6 +80,21 @@ class ProdLDA(NeuralTopicModel):
     Notes
     -----
     {count_policy}
+
+    **What** ``components_`` **means.** A product of experts has no topic-word
+    distributions: each topic adds its row of logits ``beta_`` to a document's
+    word logits, weighted by the document's proportion of it, and the batch norm
+    of the decoder rescales the sum word by word. ``components_ = softmax(beta_)``
+    ranks each topic's words as the original code did (the ranking that
+    ``top_words``, NPMI and topic diversity read), but its values are close to
+    uniform (the batch norm makes the scale of ``beta_`` irrelevant) and are not
+    probabilities the model generates. The words the model gives a document made
+    of topic ``k`` alone are ``softmax((beta_[k] - m) / s + b)``, with the
+    decoder's batch-norm statistics ``m``, ``s`` (measured at the end of fit) and
+    shift ``b``: :func:`~sktopics.inspection.to_pyldavis` exports those, and
+    :class:`~sktopics.inspection.TopicWordsDisplay` draws ``beta_`` over each
+    topic's mean logit.
+
     ``transform`` returns ``softmax(mu(x))``, the softmax of the posterior mean of
     the logistic-normal latent. ``score`` estimates the held-out log-likelihood
     per token of the token sequence by importance sampling with 64 draws from
@@ -116,6 +140,7 @@ class ProdLDA(NeuralTopicModel):
         bn_momentum=1e-3,
         bn_eps=1e-3,
         bn_statistics="recompute",
+        free_bits=0.25,
         word_background=False,
         clip_grad_norm=None,
         validation_fraction=None,
@@ -141,6 +166,7 @@ class ProdLDA(NeuralTopicModel):
         self.bn_momentum = bn_momentum
         self.bn_eps = bn_eps
         self.bn_statistics = bn_statistics
+        self.free_bits = free_bits
         self.word_background = word_background
         self.clip_grad_norm = clip_grad_norm
         self.validation_fraction = validation_fraction
@@ -158,7 +184,7 @@ class ProdLDA(NeuralTopicModel):
     #: Named parameter sets of :meth:`from_preset`.
     PRESETS = {
         "avitm": {"dropout": 0.6, "batch_size": 200, "batch_sampling": "with_replacement",
-                  "max_iter": 100},
+                  "max_iter": 100, "free_bits": 0.0},
         "diverse": {},
     }
 
@@ -167,6 +193,9 @@ class ProdLDA(NeuralTopicModel):
             frequencies = np.asarray(X.sum(axis=0), dtype=np.float64).ravel() + 1.0
             self._background = np.log(frequencies / frequencies.sum())
         return super()._fit(X, seed, warm=warm, **options)
+
+    def _configure_module(self, module, n_train_documents):
+        module.free_bits = self.free_bits
 
     def _build_decoder(self, n_features):
         background = getattr(self, "_background", None) if self.word_background else None
@@ -178,6 +207,25 @@ class ProdLDA(NeuralTopicModel):
         beta = self.net_.module_.decoder.beta.detach().double().cpu()
         self.beta_ = beta.numpy().copy()
         return torch.softmax(beta, dim=-1).numpy()
+
+    def _topic_word_scores(self):
+        """What ranks each topic's words, for displays: ``beta_`` less each topic's
+        mean logit, and the axis label that says so."""
+        return (self.beta_ - self.beta_.mean(axis=1, keepdims=True),
+                "logit beta_ over the topic's mean")
+
+    def _topic_term_distributions(self):
+        """The word distribution of a document made of topic ``k`` alone, per topic.
+
+        ``softmax((beta_k - m) / sqrt(v + eps) + b)``: the fitted decoder at
+        ``theta = e_k``, with the batch-norm statistics ``m``, ``v`` frozen at the
+        end of fit and the shift ``b`` (plus the word background). Sharp, unlike
+        ``components_``, and what the pyLDAvis export shows.
+        """
+        likelihood = self._likelihood()
+        with torch.no_grad():
+            return likelihood.word_probabilities(
+                torch.eye(self.n_components, dtype=torch.float64)).numpy()
 
     def _likelihood(self):
         decoder = self.net_.module_.decoder

@@ -30,7 +30,11 @@ def to_pyldavis(estimator, X, *, feature_names=None):
     Returns
     -------
     kwargs : dict
-        ``topic_term_dists`` (n_topics, n_features), ``doc_topic_dists``
+        ``topic_term_dists`` (n_topics, n_features): the rows of ``components_``
+        normalised, except for :class:`~sktopics.ProdLDA`, whose ``components_``
+        only rank the words (near-uniform rows, all topics at one point of
+        pyLDAvis' map): there, each topic's row is the word distribution the
+        fitted model gives a document made of that topic alone. ``doc_topic_dists``
         (n_samples, n_topics), ``doc_lengths`` (n_samples,), ``vocab``
         (n_features,) and ``term_frequency`` (n_features,), as pyLDAvis documents
         them: rows of the two distributions sum to 1, lengths and frequencies are
@@ -41,7 +45,11 @@ def to_pyldavis(estimator, X, *, feature_names=None):
     counts = sp.csr_matrix(counts, dtype=np.float64)
     if feature_names is None:
         feature_names = vocabulary_of(estimator)
-    topic_word = topic_distributions(model, name="estimator")
+    # A product of experts (ProdLDA) has no topic-word distributions of its own; its
+    # export is each topic's words in a document of that topic alone.
+    own = getattr(model, "_topic_term_distributions", None)
+    topic_word = (topic_distributions(own()) if callable(own)
+                  else topic_distributions(model, name="estimator"))
     if feature_names is None:
         feature_names = [str(w) for w in range(topic_word.shape[1])]
     vocab = [str(w) for w in feature_names]

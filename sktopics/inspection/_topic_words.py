@@ -5,24 +5,61 @@ import math
 import numpy as np
 
 from .._topwords import top_words
+from ..utils._pipeline import final_estimator
+from ..utils._validation import check_topic_word
 from ._common import DisplayMixin, check_matplotlib
 
 __all__ = ["TopicWordsDisplay"]
 
+#: The axis label of weights that are the rows of ``components_`` normalised.
+PROBABILITY = "probability in topic"
+
+
+def _ranking_weights(estimator, top_n, feature_names=None):
+    """Each topic's top words and the numbers that rank them, with their name.
+
+    For a model whose ``components_`` only rank the words (a product of experts,
+    whose rows are near-uniform: :class:`~sktopics.ProdLDA`), the weights are the
+    model's own scores (``_topic_word_scores()``, which rank the words the same way);
+    otherwise the words' probabilities in their topics.
+
+    Returns
+    -------
+    words : list of list
+    weights : ndarray of shape (n_topics, top_n)
+    label : str
+    """
+    words, weights = top_words(estimator, top_n, feature_names, return_weights=True)
+    scores = getattr(final_estimator(estimator), "_topic_word_scores", None)
+    if not callable(scores):
+        return words, weights, PROBABILITY
+    values, label = scores()
+    order = np.argsort(-check_topic_word(estimator, name="estimator"), axis=1,
+                       kind="stable")[:, :top_n]  # top_words' order
+    return words, np.take_along_axis(np.asarray(values, dtype=np.float64), order, 1), label
+
 
 class TopicWordsDisplay(DisplayMixin):
-    """Top words of each topic with their probabilities, one bar panel per topic.
+    """Top words of each topic with the numbers that rank them, one bar panel per topic.
 
-    Build it with :meth:`from_estimator`; :meth:`plot` draws it.
+    Build it with :meth:`from_estimator`; :meth:`plot` draws it. For most models
+    the bars are the words' probabilities in their topics. A
+    :class:`~sktopics.ProdLDA` topic is not a distribution over words but a
+    vector of logits that the topics of a document add up (a product of
+    experts), and its ``components_ = softmax(beta_)`` are near-uniform: its bars
+    are the logits ``beta_`` over the topic's mean, which rank the words as
+    ``components_`` does. The x axis says which.
 
     Parameters
     ----------
     words : list of list of str or int
         ``words[k]``: the top words of topic ``k``, most probable first.
     weights : ndarray of shape (n_topics, top_n)
-        Their probabilities in their topics.
+        The numbers that rank them in their topics.
     topic_labels : list of str or None, default=None
         A title per topic; ``None``: "topic k".
+    weight_label : str, default="probability in topic"
+        What ``weights`` are (the x axis label).
 
     Attributes
     ----------
@@ -41,10 +78,11 @@ class TopicWordsDisplay(DisplayMixin):
     [['apple', 'pear'], ['fig', 'pear']]
     """
 
-    def __init__(self, words, weights, topic_labels=None):
+    def __init__(self, words, weights, topic_labels=None, weight_label=PROBABILITY):
         self.words = words
         self.weights = np.asarray(weights, dtype=np.float64)
         self.topic_labels = topic_labels
+        self.weight_label = weight_label
 
     @classmethod
     def from_estimator(cls, estimator, *, top_n=10, topics=None, feature_names=None,
@@ -73,11 +111,12 @@ class TopicWordsDisplay(DisplayMixin):
         -------
         display : TopicWordsDisplay
         """
-        words, weights = top_words(estimator, top_n, feature_names, return_weights=True)
+        words, weights, label = _ranking_weights(estimator, top_n, feature_names)
         selected = np.arange(len(words)) if topics is None else np.asarray(topics)
         if topic_labels is None:
             topic_labels = [f"topic {k}" for k in selected]
-        display = cls([words[k] for k in selected], weights[selected], list(topic_labels))
+        display = cls([words[k] for k in selected], weights[selected], list(topic_labels),
+                      weight_label=label)
         return display.plot(ax=ax, n_cols=n_cols)
 
     def plot(self, *, ax=None, n_cols=5, color="C0"):
@@ -122,5 +161,7 @@ class TopicWordsDisplay(DisplayMixin):
             panel.set_title(labels[k], fontsize=9)
             panel.tick_params(axis="x", labelsize=7)
             panel.xaxis.set_major_locator(MaxNLocator(3))
-            panel.set_xlim(0, float(self.weights[k].max()) * 1.1 or 1.0)
+            panel.set_xlabel(self.weight_label, fontsize=7)
+            low = min(0.0, float(self.weights[k].min()) * 1.1)
+            panel.set_xlim(low, float(self.weights[k].max()) * 1.1 or 1.0)
         return self._drawn(axes[:n_topics], fig)
