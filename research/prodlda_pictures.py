@@ -65,6 +65,8 @@ def main():
         exported = to_pyldavis(pipe, train.texts)
         sizes = exported["doc_topic_dists"].T @ exported["doc_lengths"]
         if name == "ProdLDA":
+            print(f"- ProdLDA's components_: largest entry of a topic {model.components_.max(1).mean():.5f} "
+                  f"(mean over topics), uniform {1 / model.components_.shape[1]:.5f}")
             maps.append(("ProdLDA: components_ = softmax(beta_)", model.components_, sizes))
             maps.append(("ProdLDA: to_pyldavis (a document of one topic)",
                          exported["topic_term_dists"], sizes))
