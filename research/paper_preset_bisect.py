@@ -49,22 +49,14 @@ from sktopics import AVITM, ProdLDA  # noqa: E402
 from sktopics._neural._data import CSRBatchIterator, CSRDataset  # noqa: E402
 from sktopics._neural._modules import Dropout  # noqa: E402
 from sktopics._neural._sparse import InputLinear  # noqa: E402
-from sktopics.datasets import load_20news_avitm, load_nyt, load_octis  # noqa: E402
+from sktopics.datasets import load_20news_avitm  # noqa: E402
 from sktopics.metrics import npmi_coherence, topic_diversity  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from neural_defaults import load  # noqa: E402
 
 _common.RESULTS = Path(__file__).resolve().parent / "results"
 ESTIMATORS = {"ProdLDA": ProdLDA, "AVITM": AVITM}
-
-
-def load(name, data_home):
-    if name == "20ng":
-        return (load_20news_avitm(data_home, subset="train").data,
-                load_20news_avitm(data_home, subset="test").data)
-    if name == "nyt":
-        return load_nyt(data_home, subset="train").data, load_nyt(data_home, subset="test").data
-    octis = {"bbc": "BBC_News", "dblp": "DBLP", "m10": "M10"}[name]
-    return (load_octis(octis, data_home, subset="train").data,
-            load_octis(octis, data_home, subset="test").data)
 
 
 def reinitialise(module, init):

@@ -112,10 +112,11 @@ VARIANTS = {  # "default", "AVITM": the defaults before free bits
 }
 
 
-class _KLWarmup(Callback):
-    """Scales the KL term by ``min(1, step / warmup_steps)`` during training."""
+class _LinearSchedule(Callback):
+    """Sets ``value(t)`` on the module before each training step, ``t`` going from 0 to
+    1 over the first ``fraction`` of training (and staying at 1)."""
 
-    def __init__(self, fraction=0.5):
+    def __init__(self, fraction):
         self.fraction = fraction
 
     def on_train_begin(self, net, X=None, **kwargs):
@@ -125,8 +126,18 @@ class _KLWarmup(Callback):
 
     def on_batch_begin(self, net, training=None, **kwargs):
         if training:
-            net.module_.kl_weight = min(1.0, self.step_ / self.total_)
+            self.apply(net.module_, min(1.0, self.step_ / self.total_))
             self.step_ += 1
+
+
+class _KLWarmup(_LinearSchedule):
+    """Scales the KL term by ``min(1, step / warmup_steps)`` during training."""
+
+    def __init__(self, fraction=0.5):
+        super().__init__(fraction)
+
+    def apply(self, module, t):
+        module.kl_weight = t
 
     def on_train_end(self, net, **kwargs):
         net.module_.kl_weight = 1.0
@@ -166,22 +177,15 @@ class LearnedPriorProdLDA(ProdLDA):
         return module
 
 
-class _DecoderNormAnneal(Callback):
+class _DecoderNormAnneal(_LinearSchedule):
     """Moves the decoder from batch-normed logits to plain ones: its weight on the
     batch norm goes linearly from 1 to 0 over the first ``fraction`` of training."""
 
     def __init__(self, fraction=0.75):
-        self.fraction = fraction
+        super().__init__(fraction)
 
-    def on_train_begin(self, net, X=None, **kwargs):
-        self.step_ = 0
-        self.total_ = max(1, int(self.fraction * net.max_epochs * len(
-            net.get_iterator(net.get_dataset(X), training=True))))
-
-    def on_batch_begin(self, net, training=None, **kwargs):
-        if training:
-            net.module_.decoder.bn_weight = max(0.0, 1.0 - self.step_ / self.total_)
-            self.step_ += 1
+    def apply(self, module, t):
+        module.decoder.bn_weight = 1.0 - t
 
 
 def _annealed_nll(decoder, theta, x):
