@@ -27,7 +27,7 @@ import tempfile
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import default_data_home, machine, markdown_table, write_results  # noqa: E402
+from _common import MachineLoad, default_data_home, machine, markdown_table, write_results  # noqa: E402,E501
 
 CHILD = r'''
 import json, sys, time
@@ -91,6 +91,7 @@ def main():
     p.add_argument("--data-home", default=default_data_home())
     args = p.parse_args()
     rows, reference = [], {}
+    load = MachineLoad().__enter__()
     for K in map(int, args.components.split(",")):
         for world in map(int, args.worlds.split(",")):
             outs, components = _world(world, args, K)
@@ -106,8 +107,14 @@ def main():
                          "M_tokens_per_s": outs[0]["tokens"] * args.sweeps / median / 1e6,
                          "same_as_one_process": same})
             print(rows[-1], flush=True)
+    load.__exit__(None, None, None)
+    info = machine()
+    commit = info.get("git_commit") or "unknown"
+    if info.get("package_modified"):
+        commit += " with uncommitted changes to the package"
     lines = ["# Data-parallel LDAGibbs: processes against one", "",
-             f"Machine: {machine()['cpu']}, {os.cpu_count()} cores; one torch thread per "
+             f"Commit {commit}. {load.sentence()}", "",
+             f"Machine: {info['cpu']}, {os.cpu_count()} cores; one torch thread per "
              f"process, gloo over the loopback. AVITM 20 Newsgroups training set x "
              f"{args.tile}, {args.sweeps} sweeps, algorithm='parallel'; median of "
              f"{args.repeats} fits (spread: min-max of the fit's seconds). "
@@ -115,7 +122,8 @@ def main():
              markdown_table(rows, ["K", "processes", "s_per_sweep", "spread_s",
                                    "M_tokens_per_s", "collective_share",
                                    "same_as_one_process"])]
-    write_results("distributed", {"machine": machine(), "args": vars(args), "rows": rows},
+    write_results("distributed", {"machine": info, "load": load.summary(), "args": vars(args),
+                                  "rows": rows},
                   "\n".join(lines) + "\n")
 
 

@@ -40,7 +40,7 @@ def _measure(model, train, shards, test, streamed, n):
         model.fit(train)
     seconds = time.perf_counter() - tic
     row = {"seconds": seconds, "perplexity": model.perplexity(test),
-           "npmi": float(np.mean(npmi_coherence(model, test)))}
+           "npmi": float(npmi_coherence(model, test).mean)}
     if isinstance(model, LDAGibbs):
         row.update(alpha_sum=float(model.doc_topic_prior_.sum()),
                    beta=float(model.topic_word_prior_))

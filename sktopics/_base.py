@@ -8,8 +8,10 @@ import torch
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 
 from ._evaluation._default_score import default_score
+from ._random import document_offset
 from ._version import __version__
 from .utils._distributed import current_collective
+from .utils._fingerprint import count_fingerprint
 from .utils._interrupt import deferred_interrupt
 from .utils._pickle import VERSION_KEY, check_pickle_version
 from .utils._sklearn_compat import (
@@ -189,8 +191,14 @@ class BaseTopicModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEsti
         Returns
         -------
         score : float
-            Estimate of ``log p(X) / n_tokens`` in nats per token.
+            Estimate of ``log p(X) / n_tokens`` in nats per token. Inside
+            :func:`sktopics.distributed.data_parallel`, ``X`` holds this rank's
+            documents and every rank returns the score of all the ranks' documents,
+            the one a single process gives on their concatenation (ranks in order).
         """
+        collective = current_collective()
+        if collective is not None:
+            return self._data_parallel_score(X, collective)
         X = self._check_X(X)
         if X.sum() <= 0:
             raise ValueError(
@@ -198,6 +206,24 @@ class BaseTopicModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEsti
             )
         with thread_scope(self.n_jobs):
             return float(self._score_per_token(X))
+
+    def _data_parallel_score(self, X, collective):
+        """``score`` over every rank's documents: each rank numbers its documents from
+        its global offset (the random numbers are keyed by document), and the ranks
+        sum their log-likelihoods and token counts."""
+        try:
+            X = self._check_X(X)
+            problem = None if X.sum() > 0 else "score needs at least one token on every rank."
+        except ValueError as exc:
+            problem = str(exc)
+        collective.agree(problem)
+        collective.same_everywhere("The model (its topics)",
+                                   count_fingerprint(self.components_))
+        offset = sum(int(n[0]) for n in collective.gather([X.shape[0]])[:collective.rank])
+        n_tokens = float(X.sum())
+        with thread_scope(self.n_jobs), document_offset(offset):
+            local = float(self._score_per_token(X)) * n_tokens
+        return collective.sum(local) / collective.sum(n_tokens)
 
     def perplexity(self, X):
         """Corpus-level perplexity ``exp(-score(X))`` (lower is better).

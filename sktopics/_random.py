@@ -17,6 +17,8 @@ arithmetic wraps the same way on CPU and CUDA).
 Maths only: imports numpy and torch, never scikit-learn.
 """
 
+import contextlib
+import contextvars
 import math
 import numbers
 
@@ -29,6 +31,7 @@ __all__ = [
     "counter_log_gamma",
     "counter_key",
     "counter_uniform",
+    "document_offset",
     "marsaglia_tsang",
     "normal",
     "root_key",
@@ -257,9 +260,31 @@ def root_key(random_state):
     return _signed(int(state[0]))
 
 
+_document_offset = contextvars.ContextVar("sktopics_document_offset", default=0)
+
+
+@contextlib.contextmanager
+def document_offset(offset):
+    """Number the documents from ``offset`` in :func:`row_keys` inside the block.
+
+    A process that holds rows ``offset, offset + 1, ...`` of a larger corpus (one rank
+    of a data-parallel evaluation) then draws, for each document, the numbers a single
+    process evaluating the whole corpus would draw for it.
+    """
+    token = _document_offset.set(int(offset))
+    try:
+        yield
+    finally:
+        _document_offset.reset(token)
+
+
 def row_keys(root, doc_ids, n_chains, stream, device):
-    """Keys of the (document, chain) rows: document-major, chain-minor."""
-    docs = torch.as_tensor(np.asarray(doc_ids, dtype=np.int64), device=device)
+    """Keys of the (document, chain) rows: document-major, chain-minor.
+
+    Documents are numbered from the enclosing :func:`document_offset` (0 by default).
+    """
+    docs = torch.as_tensor(np.asarray(doc_ids, dtype=np.int64) + _document_offset.get(),
+                           device=device)
     rows = docs.repeat_interleave(n_chains) * n_chains
     rows += torch.arange(n_chains, device=device).repeat(len(doc_ids))
     return bits(torch.full_like(rows, counter_key(root, stream)), rows)

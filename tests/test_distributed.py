@@ -19,7 +19,7 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
-from sktopics import LDAGibbs
+from sktopics import LDAGibbs, ProdLDA
 from sktopics.datasets import make_lda_corpus
 from sktopics.distributed import data_parallel
 
@@ -119,9 +119,27 @@ def _rank_dies(rank):
     return {"error": None}
 
 
+def _score(rank, gibbs):
+    """``score`` of one model over the ranks' shares; then ranks holding other models."""
+    prodlda = ProdLDA(n_components=4, max_iter=3, device="cpu", random_state=0).fit(X)
+    other = gibbs if rank == 0 else LDAGibbs(**{**GIBBS, "max_iter": 2}).fit(X)
+    found = {"prodlda": prodlda}
+    with data_parallel():
+        found["gibbs_score"] = gibbs.score(SHARES[rank])
+        found["gibbs_perplexity"] = gibbs.perplexity(SHARES[rank])
+        found["prodlda_score"] = prodlda.score(SHARES[rank])
+        try:
+            other.score(SHARES[rank])
+        except ValueError as exc:
+            found["other_models"] = str(exc)
+    return found
+
+
 def _core(rank):
     """The scenarios that succeed, in one group (starting processes takes seconds)."""
-    return {"fit": _fit(rank), "partial_fit": _partial_fit(rank), "misuse": _misuse(rank)}
+    fit = _fit(rank)
+    return {"fit": fit, "partial_fit": _partial_fit(rank), "misuse": _misuse(rank),
+            "score": _score(rank, fit["model"])}
 
 
 SCENARIOS = {"core": _core, "rank_dies": _rank_dies}
@@ -171,6 +189,23 @@ def test_misuse_gets_the_same_clear_error_on_every_rank(core):
         assert "sequential" in found["sequential"]
         assert found["after"] == 2
     assert results[0]["vocabulary"] == results[1]["vocabulary"]
+
+
+def test_score_is_the_one_process_score_of_the_concatenated_documents(core):
+    results = [r["score"] for r in core]
+    gibbs = core[0]["fit"]["model"]
+    expected = gibbs.score(X)
+    for found in results:
+        assert found["gibbs_score"] == pytest.approx(expected, rel=1e-9)
+        assert found["gibbs_perplexity"] == pytest.approx(gibbs.perplexity(X), rel=1e-9)
+        # the encoder-proposal importance sampler of a neural model, too
+        assert found["prodlda_score"] == pytest.approx(found["prodlda"].score(X), rel=1e-6)
+        assert "rank 1" in found["other_models"] and "model" in found["other_models"]
+    # without each rank numbering its documents from its offset, rank 1 would draw the
+    # random numbers of rank 0's documents and the combined estimate would differ
+    tokens = [float(share.sum()) for share in SHARES]
+    naive = sum(gibbs.score(share) * n for share, n in zip(SHARES, tokens)) / sum(tokens)
+    assert naive != pytest.approx(expected, rel=1e-9)
 
 
 def test_a_rank_that_dies_does_not_hang_the_others(tmp_path):
