@@ -39,12 +39,18 @@ forward/reverse bracket. ``--gold-cache`` reuses stored experiment-2 gold runs.
 
 Run ``python benchmarks/bench_model_selection.py`` on a quiet machine.
 ``--speed`` instead measures throughput, ``--target`` AIS with 1,000 temperatures over the
-whole 20NG test set (``--device cuda`` for the GPU goal); with ``--baseline PATH`` (a
-checkout of an older commit, e.g. ``git worktree add /tmp/base <commit>``) both also time
-that commit's sktopics, in fresh processes, alternating: the old/new comparison in one
-run.
-Results: ``benchmarks/results/model_selection.{json,md}`` and
-``benchmarks/results/model_selection_speed.{json,md}``.
+whole 20NG test set (``--device cuda`` for the GPU goal), ``--folds`` every evaluator on
+600-document folds of the 20NG test set (a grid search's budgets); with ``--baseline
+PATH`` (a checkout of an older commit, e.g. ``git worktree add /tmp/base <commit>``) they
+also time that commit's sktopics, in fresh processes, alternating: the old/new
+comparison in one run.
+
+Choosing hyper-parameters: ``--choosing-k`` ranks K in {5, 20, 40} by the AIS scorer at
+every budget, by the left-to-right scorer and by a long left-to-right run (20NG);
+``--prodlda-scorer`` scores ``Pipeline(CountVectorizer, ProdLDA)`` candidates by
+importance sampling from the encoder and by AIS (5,000 short posts); ``--criteria`` runs
+a grid search over K with the likelihood, coherence and diversity and draws them.
+Results: ``benchmarks/results/model_selection*.{json,md,rst}`` (and ``.png``).
 """
 
 import argparse
@@ -59,7 +65,7 @@ import numpy as np
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import RESULTS, default_data_home, machine, write_results
+from _common import RESULTS, MachineLoad, default_data_home, machine, write_results
 
 from sktopics import LDAGibbs
 from sktopics.datasets import load_20news_avitm, load_nips
@@ -145,6 +151,33 @@ def parse():
     p.add_argument("--device", default="cpu", help="device of the --target run")
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--quick", action="store_true", help="tiny settings (smoke test)")
+    p.add_argument("--choosing-k", action="store_true",
+                   help="the AIS scorer's ranking of K against a long left-to-right run, by "
+                        "budget (results: model_selection_choosing_k)")
+    p.add_argument("--ck-seeds", default="0", help="--choosing-k: training seeds")
+    p.add_argument("--ck-temperatures", default="25,50,100,200,400,800,1600")
+    p.add_argument("--ck-gold-particles", type=int, default=400)
+    p.add_argument("--prodlda-scorer", action="store_true",
+                   help="ProdLDA: importance sampling from the encoder against the AIS scorer, "
+                        "ranking and cost per fold (results: model_selection_prodlda_scorer)")
+    p.add_argument("--ps-docs", type=int, default=5000)
+    p.add_argument("--ps-folds", type=int, default=3,
+                   help="--prodlda-scorer: how many of the three folds to run")
+    p.add_argument("--ps-reference-ks", default="5,10,20,40",
+                   help="--prodlda-scorer: the K whose reference (1,024 samples) runs on fold 0")
+    p.add_argument("--ps-ais-folds", type=int, default=1,
+                   help="--prodlda-scorer: folds also scored by make_ais_scorer (slow)")
+    p.add_argument("--ps-ais-ks", default="5,10,20,40",
+                   help="--prodlda-scorer: the K scored by make_ais_scorer")
+    p.add_argument("--criteria", action="store_true",
+                   help="held-out likelihood, coherence and diversity against K on short posts "
+                        "(results: model_selection_criteria, with the picture)")
+    p.add_argument("--cr-ks", default="5,10,20,40,80,160,320")
+    p.add_argument("--folds", action="store_true",
+                   help="throughput of every evaluator on 600-document folds of the 20NG test "
+                        "set, this tree and --baseline's (results: model_selection_folds)")
+    p.add_argument("--fold-seeds", default="0,1,2,3,4")
+    p.add_argument("--fold-case", default=None, help=argparse.SUPPRESS)
     p.add_argument("--out", default="model_selection")
     p.add_argument("--report-only", action="store_true",
                    help="rewrite the .md/.rst files from the .json results")
@@ -544,6 +577,113 @@ def speed(args):
     write_results(f"{args.out}_speed", out, "\n".join(lines) + "\n")
 
 
+FOLD_CASES = [  # (label, function, models, keyword arguments): a grid search's budgets
+    ("AIS S=50 M=2", "ais", "A", dict(n_temperatures=50, n_chains=2)),
+    ("ratio-AIS, alphas differ, S=50 M=2", "ratio", "AC", dict(n_temperatures=50, n_chains=2)),
+    ("left-to-right R=50 x 2 filters", "lr", "A", dict(n_particles=50, n_filters=2)),
+    ("iteration-AIS S0=30 + S=20, M=2", "iter", "CA",
+     dict(n_start_temperatures=30, n_segment_temperatures=20, n_chains=2)),
+]
+
+
+def fold_rows(seed):
+    """A 600-document fold of the 20NG test set (seeded draw among the non-empty documents)."""
+    test = load_20news_avitm(default_data_home(), subset="test").data.astype(np.float64)
+    nonempty = np.flatnonzero(np.asarray(test.sum(1)).ravel() > 0)
+    return test[np.sort(np.random.default_rng(seed).choice(nonempty, 600, replace=False))]
+
+
+def fold_case(args):
+    """Time :data:`FOLD_CASES` on one fold with the sktopics on ``sys.path``; JSON rows."""
+    from sktopics.model_selection import iteration_ais
+
+    X = fold_rows(int(args.fold_case))
+    models = fit_models("20ng", None, args)
+    pairs = {"A": (models["phi_sym"], models["alpha_sym"]),
+             "C": (models["phi_asym"], models["alpha_asym"])}
+    functions = {"ais": ais_log_likelihood, "ratio": ratio_ais,
+                 "lr": left_to_right_log_likelihood,
+                 "iter": lambda *m, **kw: iteration_ais(list(m[:-1]), m[-1], **kw)[-1]}
+    kw = dict(device="cpu", random_state=0)
+    for _, fn, which, case in FOLD_CASES:  # compile the TorchScript loops first
+        small = {k: (2 if isinstance(v, int) and k != "n_chains" else v) for k, v in case.items()}
+        functions[fn](*[pairs[m] for m in which], X[:5], **small, **kw)
+    rows = []
+    lengths = np.asarray(X.sum(1)).ravel()
+    for label, fn, which, case in FOLD_CASES:
+        wall, cpu = time.perf_counter(), time.process_time()
+        r = functions[fn](*[pairs[m] for m in which], X, **case, **kw)
+        wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+        rows.append({"fold": int(args.fold_case), "method": label, "n_tokens": float(X.sum()),
+                     "longest": int(lengths.max()), "seconds": wall, "cpu_seconds": cpu,
+                     "token_updates": r.n_token_updates, "per_token": float(r.per_token),
+                     "token_updates_per_s": r.n_token_updates / wall,
+                     "token_updates_per_cpu_s": r.n_token_updates / cpu})
+    print("ROWS " + json.dumps(rows), flush=True)
+
+
+def folds(args):
+    """Throughput per evaluator on 600-document folds, this tree and ``--baseline``'s.
+
+    Every (tree, fold) runs in a fresh process, trees alternating. The table gives
+    the median over the folds with its range; per-fold rows are in the JSON, with
+    wall-clock and CPU seconds (on a shared machine the CPU time is the steadier).
+    """
+    here = str(Path(__file__).resolve().parents[1])
+    trees = [("new", here)] + ([("old", args.baseline)] if args.baseline else [])
+    fit_models("20ng", load("20ng", args)[0], args)  # cache the models once
+    seeds = [int(x) for x in args.fold_seeds.split(",")]
+    runs = {label: [] for label, _ in trees}
+    with MachineLoad() as machine_load:
+        for i, seed in enumerate(seeds):
+            for label, tree in (trees if i % 2 == 0 else trees[::-1]):
+                runs[label] += _in_tree(tree, ["--fold-case", str(seed), *_forwarded(args)])
+                print(label, "fold", seed, "done", flush=True)
+    out = {"machine": machine(), "load": machine_load.summary(), "threads": args.threads,
+           "seeds": seeds, "commits": {label: _git_commit(tree) for label, tree in trees},
+           "runs": runs}
+    head = "| method | token-updates/s (median, range) | CPU-time rate (median, range) |"
+    if args.baseline:
+        head += " old token-updates/s | old CPU-time rate | speed-up (median) |"
+    longest = sorted({r["longest"] for r in runs["new"]})
+    lines = ["# model_selection on 600-document folds (K = 50)", "",
+             (f"{len(seeds)} folds of 600 documents of the 20NG test set (seeded draws; longest "
+              f"documents {longest} tokens), K = 50 LDAGibbs models ({args.fit_sweeps} sweeps), "
+              f"{args.threads} torch thread(s), each (code, fold) in a fresh process, "
+              f"alternating. Machine: {out['machine']['cpu']}"
+              + (f"; old = {out['commits']['old']}" if args.baseline else "")
+              + f", new = {out['commits']['new']} plus the working tree. Token-updates = "
+              "K-way draws; the CPU-time rate divides them by the process's CPU seconds, "
+              "which a shared machine disturbs less than the wall clock. Medians over the "
+              "folds, with their range; the speed-up is the median over the folds of the "
+              "paired CPU-time ratio."), "", machine_load.sentence(), "", head,
+             "|" + "---|" * (head.count("|") - 1)]
+
+    def stat(rows, key):
+        v = np.array([r[key] for r in rows]) / 1e6
+        return np.median(v), v.min(), v.max()
+
+    for label, *_ in FOLD_CASES:
+        new = [r for r in runs["new"] if r["method"] == label]
+        w, c = stat(new, "token_updates_per_s"), stat(new, "token_updates_per_cpu_s")
+        line = (f"| {label} | {w[0]:.2f} M ({w[1]:.2f}-{w[2]:.2f}) | "
+                f"{c[0]:.2f} M ({c[1]:.2f}-{c[2]:.2f}) |")
+        if args.baseline:
+            old = [r for r in runs["old"] if r["method"] == label]
+            ow, oc = stat(old, "token_updates_per_s"), stat(old, "token_updates_per_cpu_s")
+            ratio = np.median([o["cpu_seconds"] / n["cpu_seconds"] for o, n in zip(old, new)])
+            line += (f" {ow[0]:.2f} M ({ow[1]:.2f}-{ow[2]:.2f}) | "
+                     f"{oc[0]:.2f} M ({oc[1]:.2f}-{oc[2]:.2f}) | {ratio:.2f}x |")
+            same = all(abs(o["per_token"] - n["per_token"]) < 1e-9 for o, n in zip(old, new))
+            out.setdefault("same_estimates", {})[label] = same
+        lines.append(line)
+    if args.baseline:
+        lines += ["", "Same per-token estimates as the old code on every fold: "
+                  + ", ".join(f"{k}: {'yes' if v else 'no'}"
+                              for k, v in out["same_estimates"].items())]
+    write_results(f"{args.out}_folds", out, "\n".join(lines) + "\n")
+
+
 # ------------------------------------------------------------------------- report
 
 
@@ -737,9 +877,402 @@ def speed_target(args):
     write_results(f"{args.out}_target_{device.type}", out, "\n".join(lines) + "\n")
 
 
+# ------------------------------------------------------------------------- choosing K
+
+
+class Timer:
+    """Wall-clock and CPU seconds of a block (``seconds``, ``cpu_seconds``).
+
+    The experiments below run one thread, so their CPU seconds are what a quiet
+    machine's wall clock would show; a shared machine stretches the wall clock of
+    both the fit and the scoring, unevenly. Costs are ratios of CPU seconds.
+    """
+
+    def __enter__(self):
+        self.wall, self.cpu = time.perf_counter(), time.process_time()
+        return self
+
+    def __exit__(self, *exc):
+        self.seconds = time.perf_counter() - self.wall
+        self.cpu_seconds = time.process_time() - self.cpu
+
+    def record(self):
+        return {"seconds": self.seconds, "cpu_seconds": self.cpu_seconds}
+
+
+CK_KS = (5, 20, 40)
+
+
+def choosing_k_data(seed=0):
+    """2,000 training and 1,000 test documents of 20 Newsgroups (non-empty, seeded draws)."""
+    data = default_data_home()
+    train = load_20news_avitm(data, subset="train").data.astype(np.float64)
+    test = load_20news_avitm(data, subset="test").data.astype(np.float64)
+    rng = np.random.default_rng(seed)
+
+    def pick(X, n):
+        nonempty = np.flatnonzero(np.asarray(X.sum(1)).ravel() > 0)
+        return X[np.sort(rng.choice(nonempty, n, replace=False))]
+
+    return pick(train, 2000), pick(test, 1000)
+
+
+def choosing_k(args):
+    """K in {5, 20, 40} (LDAGibbs, 100 sweeps) ranked by AIS at each budget and by the scorers.
+
+    Per training seed and K: the fit's seconds; the gold (left-to-right SMC with
+    ``--ck-gold-particles`` particles in each of two filters); the left-to-right
+    scorer's default; AIS with 4 chains at every budget of ``--ck-temperatures``
+    (sigmoid schedule, the scorer's seed), each run timed. The budget rules
+    (fixed budgets, and doubling the temperatures until the rise from half the
+    budget is below a tolerance) are evaluated from these runs in the report.
+    Rows are cached in ``model_selection_choosing_k.json`` as they come.
+    """
+    from sktopics.model_selection import make_left_to_right_scorer
+
+    path = RESULTS / "model_selection_choosing_k.json"
+    report = json.loads(path.read_text()) if path.exists() else {"rows": {}}
+    report["machine"] = machine()
+    X_train, X_test = choosing_k_data()
+    report["data"] = {"n_train": X_train.shape[0], "n_test": X_test.shape[0],
+                      "test_tokens": int(X_test.sum())}
+    temps = [int(t) for t in args.ck_temperatures.split(",")]
+    for seed in [int(s) for s in args.ck_seeds.split(",")]:
+        for k in CK_KS:
+            key = f"seed{seed}_K{k}"
+            row = report["rows"].setdefault(key, {"seed": seed, "K": k, "ais": {}})
+            model = LDAGibbs(k, max_iter=100, device="cpu", random_state=seed)
+            with Timer() as t:
+                model.fit(X_train)
+            row["fit"] = t.record()
+            if "gold" not in row:
+                with Timer() as t:
+                    g = left_to_right_log_likelihood(model, X_test, device="cpu", random_state=1,
+                                                     n_particles=args.ck_gold_particles,
+                                                     n_filters=2)
+                row["gold"] = {"score": g.per_token, "stderr": g.per_token_stderr, **t.record()}
+            with Timer() as t:
+                make_left_to_right_scorer(device="cpu")(model, X_test)
+            lr = make_left_to_right_scorer(return_stderr=True, device="cpu")(model, X_test)
+            row["lr_scorer"] = {**lr, **t.record()}
+            for s in temps:
+                if str(s) in row["ais"]:
+                    continue
+                with Timer() as t:
+                    r = ais_log_likelihood(model, X_test, n_temperatures=s, n_chains=4,
+                                           device="cpu", random_state=0)
+                row["ais"][str(s)] = {"score": r.per_token, "stderr": r.per_token_stderr,
+                                      **t.record()}
+                path.write_text(json.dumps(report, indent=1, default=float) + "\n")
+                print(key, s, row["ais"][str(s)], flush=True)
+            path.write_text(json.dumps(report, indent=1, default=float) + "\n")
+    choosing_k_report(report)
+
+
+def _ranking(scores):
+    return " > ".join(str(k) for k in sorted(scores, key=lambda k: -scores[k]))
+
+
+def adaptive_ais(runs, tolerance, first, cap):
+    """The doubling rule on recorded runs: (temperatures, score, bias, seconds, capped).
+
+    Start at ``first`` temperatures (plus a run at half of it); double while the
+    score's rise from half the temperatures exceeds ``tolerance`` and the next
+    budget is within ``cap``; the seconds add up every run made.
+    """
+    s = first
+    seconds = runs[str(s // 2)]["cpu_seconds"] + runs[str(s)]["cpu_seconds"]
+    while True:
+        bias = runs[str(s)]["score"] - runs[str(s // 2)]["score"]
+        if bias <= tolerance or 2 * s > cap or str(2 * s) not in runs:
+            return s, runs[str(s)]["score"], bias, seconds, bias > tolerance
+        s *= 2
+        seconds += runs[str(s)]["cpu_seconds"]
+
+
+def choosing_k_report(report):
+    """Rankings, biases and costs per rule, relative to the fits' time."""
+    lines = ["# Choosing K with the held-out likelihood scorers", "",
+             (f"{report['data']['n_train']} training and {report['data']['n_test']} test "
+              f"documents of 20 Newsgroups ({report['data']['test_tokens']} test tokens), "
+              "LDAGibbs(max_iter=100), K in {5, 20, 40}; gold: left-to-right SMC, "
+              "2 filters of 400 particles. AIS: 4 chains, sigmoid schedule, the scorer's "
+              "seed. Cost = scoring CPU seconds / fitting CPU seconds of the same model "
+              "(one thread; the wall clock of a shared machine is in the JSON). Machine: "
+              f"{report['machine']['cpu']}, one thread, load at start "
+              f"{report['machine']['load_average_at_start']} (shared)."), ""]
+    seeds = sorted({r["seed"] for r in report["rows"].values()})
+    head = "| seed | rule | ranking | agrees with gold | score - gold (K=5, 20, 40) | cost / fit |"
+    lines += [head, "|---|---|---|---|---|---|"]
+    for seed in seeds:
+        rows = {r["K"]: r for r in report["rows"].values() if r["seed"] == seed and "gold" in r}
+        if len(rows) < len(CK_KS):
+            continue
+        gold = {k: rows[k]["gold"]["score"] for k in CK_KS}
+        fit = {k: rows[k]["fit"]["cpu_seconds"] for k in CK_KS}
+        rules = {"gold (left-to-right, 2 x 400 particles)":
+                 (gold, {k: rows[k]["gold"]["cpu_seconds"] for k in CK_KS}),
+                 "make_left_to_right_scorer() (20 particles x 2 filters)":
+                     ({k: rows[k]["lr_scorer"]["score"] for k in CK_KS},
+                      {k: rows[k]["lr_scorer"]["cpu_seconds"] for k in CK_KS})}
+        for s in sorted({int(t) for k in CK_KS for t in rows[k]["ais"]}):
+            if all(str(s) in rows[k]["ais"] and str(s // 2) in rows[k]["ais"] for k in CK_KS):
+                rules[f"AIS, {s} temperatures"] = (
+                    {k: rows[k]["ais"][str(s)]["score"] for k in CK_KS},
+                    {k: rows[k]["ais"][str(s)]["cpu_seconds"] for k in CK_KS})
+        most = min(max(int(t) for t in rows[k]["ais"]) for k in CK_KS)
+        for tol in (0.01, 0.005, 0.002):
+            for cap in sorted({min(400, most), most}):
+                try:
+                    got = {k: adaptive_ais(rows[k]["ais"], tol, 50, cap) for k in CK_KS}
+                except KeyError:
+                    continue
+                label = (f"AIS doubling from 50 temperatures until the rise < {tol} (cap {cap}): "
+                         + ", ".join(f"K={k}: {got[k][0]}{' (capped)' if got[k][4] else ''}"
+                                     for k in CK_KS))
+                rules[label] = ({k: got[k][1] for k in CK_KS}, {k: got[k][3] for k in CK_KS})
+        for label, (scores, seconds) in rules.items():
+            ratio = [seconds[k] / fit[k] for k in CK_KS]
+            lines.append(
+                f"| {seed} | {label} | {_ranking(scores)} | "
+                f"{'yes' if _ranking(scores) == _ranking(gold) else 'no'} | "
+                + ", ".join(f"{scores[k] - gold[k]:+.4f}" for k in CK_KS)
+                + f" | {min(ratio):.1f}-{max(ratio):.1f}x |")
+    write_results("model_selection_choosing_k", report, "\n".join(lines) + "\n")
+
+
+# ------------------------------------------------------------------------- ProdLDA scorer
+
+
+PS_KS = (5, 10, 20, 40)
+PS_SAMPLES = (16, 64, 256)
+#: the reference's samples (fold 0, the K of ``--ps-reference-ks``; elsewhere the
+#: reference is the largest of PS_SAMPLES)
+PS_REFERENCE = 1024
+
+
+def short_posts(n_docs, seed=0):
+    """``n_docs`` lines of the GoogleNews short-text corpus (seeded draw), as raw strings."""
+    lines = (Path(default_data_home()) / "gnews_ctm" / "GoogleNews.txt").read_text(
+        encoding="utf-8").splitlines()
+    rows = np.sort(np.random.default_rng(seed).choice(len(lines), n_docs, replace=False))
+    return [lines[i] for i in rows]
+
+
+def prodlda_scorer(args):
+    """Pipeline(CountVectorizer, ProdLDA) over K, KFold(3): what each scorer costs and picks.
+
+    Per fold and K: the pipeline's fit seconds; importance sampling of the latent
+    from the defensive mixture of the encoder's q(h | w) and the prior with each of
+    ``PS_SAMPLES`` samples (seed 0; the largest is the reference), timed; on the
+    first ``--ps-ais-folds`` folds also ``make_ais_scorer(return_stderr=True)``,
+    the former recommendation. Rows are cached as they come.
+    """
+    from sklearn.feature_extraction.text import CountVectorizer
+    from sklearn.model_selection import KFold
+    from sklearn.pipeline import Pipeline
+
+    from sktopics import ProdLDA
+    from sktopics.model_selection import importance_sampling_log_likelihood, make_ais_scorer
+
+    path = RESULTS / "model_selection_prodlda_scorer.json"
+    report = json.loads(path.read_text()) if path.exists() else {"rows": {}}
+    report["machine"] = machine()
+    texts = np.asarray(short_posts(args.ps_docs), dtype=object)
+    folds = list(KFold(3, shuffle=True, random_state=0).split(texts))
+    report["data"] = {"corpus": "gnews_ctm (GoogleNews short texts)", "n_docs": len(texts)}
+    machine_load = MachineLoad().__enter__()
+    for f, (tr, te) in enumerate(folds[: args.ps_folds]):
+        for k in PS_KS:
+            key = f"fold{f}_K{k}"
+            row = report["rows"].setdefault(key, {"fold": f, "K": k, "is": {}})
+            pipe = Pipeline([("vec", CountVectorizer()),
+                             ("prodlda", ProdLDA(k, device="cpu", random_state=0))])
+            with Timer() as t:
+                pipe.fit(texts[tr])
+            row["fit"] = t.record()
+            Xt = pipe[:-1].transform(texts[te])
+            row["n_vocabulary"], row["n_test_tokens"] = Xt.shape[1], float(Xt.sum())
+            reference_ks = [int(x) for x in args.ps_reference_ks.split(",") if x]
+            for n in PS_SAMPLES + ((PS_REFERENCE,) if f == 0 and k in reference_ks else ()):
+                if str(n) in row["is"]:
+                    continue
+                with Timer() as t:
+                    res = importance_sampling_log_likelihood(pipe, texts[te], n_samples=n,
+                                                             device="cpu", random_state=0)
+                row["is"][str(n)] = {"score": res.per_token, "stderr": res.per_token_stderr,
+                                     **t.record()}
+            ais_ks = [int(x) for x in args.ps_ais_ks.split(",")]
+            if f < args.ps_ais_folds and k in ais_ks and "ais_scorer" not in row:
+                with Timer() as t:
+                    got = make_ais_scorer(return_stderr=True, device="cpu")(pipe, texts[te])
+                row["ais_scorer"] = {**got, **t.record()}
+            path.write_text(json.dumps(report, indent=1, default=float) + "\n")
+            print(key, {n: round(v["score"], 4) for n, v in row["is"].items()},
+                  row.get("ais_scorer"), row["fit"], flush=True)
+    machine_load.__exit__(None, None, None)
+    report["load"], report["load_sentence"] = machine_load.summary(), machine_load.sentence()
+    path.write_text(json.dumps(report, indent=1, default=float) + "\n")
+    prodlda_scorer_report(report)
+
+
+def prodlda_scorer_report(report):
+    lines = ["# ProdLDA: which held-out likelihood scorer, at what cost", "",
+             (f"{report['data']['n_docs']} documents of {report['data']['corpus']}, "
+              "Pipeline(CountVectorizer(), ProdLDA(K)) with the estimator's defaults, "
+              "KFold(3, shuffle=True, random_state=0). Importance sampling (IS): the "
+              "defensive mixture 0.5 q(h | w) + 0.5 p(h) of the encoder's proposal and the "
+              "prior, seed 0; the reference of each K is its largest IS run (samples in the "
+              "table). Cost = scoring CPU seconds / the "
+              "pipeline's fitting CPU seconds (one thread; wall clocks in the JSON). Machine: "
+              f"{report['machine']['cpu']}, one thread, commit "
+              f"{report['machine']['git_commit']}"
+              + (" plus the working tree" if report['machine'].get('package_modified') else "")
+              + "."), "", report.get("load_sentence", ""), "",
+             "| fold | scorer | ranking of K | agrees with reference | score - reference (per K) | cost / fit |",
+             "|---|---|---|---|---|---|"]
+    for f in sorted({r["fold"] for r in report["rows"].values()}):
+        rows = {r["K"]: r for r in report["rows"].values() if r["fold"] == f}
+        if len(rows) < len(PS_KS):
+            continue
+        n_ref = {k: max(int(n) for n in rows[k]["is"]) for k in PS_KS}
+        ref = {k: rows[k]["is"][str(n_ref[k])]["score"] for k in PS_KS}
+        rules = {f"IS, {n} samples": ({k: rows[k]["is"][str(n)]["score"] for k in PS_KS},
+                                      {k: rows[k]["is"][str(n)]["cpu_seconds"] for k in PS_KS})
+                 for n in PS_SAMPLES if all(str(n) in rows[k]["is"] for k in PS_KS)}
+        rules["reference: IS with " + ", ".join(f"{n_ref[k]} (K={k})" for k in PS_KS)
+              + " samples"] = (ref, {k: rows[k]["is"][str(n_ref[k])]["cpu_seconds"]
+                                     for k in PS_KS})
+        if all("ais_scorer" in rows[k] for k in PS_KS):
+            rules["make_ais_scorer(return_stderr=True)"] = (
+                {k: rows[k]["ais_scorer"]["score"] for k in PS_KS},
+                {k: rows[k]["ais_scorer"]["cpu_seconds"] for k in PS_KS})
+        for k in PS_KS:
+            if "ais_scorer" in rows[k] and not all("ais_scorer" in rows[j] for j in PS_KS):
+                a = rows[k]["ais_scorer"]
+                lines.append(f"| {f} | make_ais_scorer(return_stderr=True), K = {k} only | | | "
+                             f"{a['score'] - ref[k]:+.4f} (budget check {a['bias']:.4f}) | "
+                             f"{a['cpu_seconds'] / rows[k]['fit']['cpu_seconds']:.1f}x |")
+        for label, (scores, seconds) in rules.items():
+            ratio = [seconds[k] / rows[k]["fit"]["cpu_seconds"] for k in PS_KS]
+            lines.append(f"| {f} | {label} | {_ranking(scores)} | "
+                         f"{'yes' if _ranking(scores) == _ranking(ref) else 'no'} | "
+                         + ", ".join(f"{scores[k] - ref[k]:+.4f}" for k in PS_KS)
+                         + f" | {min(ratio):.2f}-{max(ratio):.2f}x |")
+    earlier = report.get("earlier")
+    if earlier:
+        e = earlier["row"]
+        lines += ["", (f"An earlier run of fold {e['fold']}, K = {e['K']} only "
+                       f"({earlier['note']}): fit {e['fit']['cpu_seconds']:.1f} CPU s; "
+                       + ", ".join(f"IS with {n} samples {v['score']:.4f} "
+                                   f"({v['cpu_seconds'] / e['fit']['cpu_seconds']:.2f}x the fit)"
+                                   for n, v in e["is"].items())
+                       + (f"; make_ais_scorer(return_stderr=True) {e['ais_scorer']['score']:.4f} "
+                          f"(budget check {e['ais_scorer']['bias']:.4f}) at "
+                          f"{e['ais_scorer']['cpu_seconds'] / e['fit']['cpu_seconds']:.1f}x the "
+                          "fit" if "ais_scorer" in e else "") + ".")]
+    write_results("model_selection_prodlda_scorer", report, "\n".join(lines) + "\n")
+
+
+# ------------------------------------------------------------------------- criteria
+
+
+def criteria(args):
+    """GridSearchCV over K of Pipeline(CountVectorizer, LDAGibbs) on 5,000 short posts.
+
+    Scored by one criteria scorer: the left-to-right likelihood with its errors
+    (``return_stderr=True``), NPMI coherence on the held-out fold and topic
+    diversity; refit by :func:`refit_best`. Writes the search's ``cv_results_``,
+    a table and the :class:`~sktopics.inspection.CriteriaDisplay` picture.
+    """
+    import warnings
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from sklearn.feature_extraction.text import CountVectorizer
+    from sklearn.model_selection import GridSearchCV, KFold
+    from sklearn.pipeline import Pipeline
+
+    from sktopics.inspection import CriteriaDisplay
+    from sktopics.model_selection import (
+        make_coherence_scorer,
+        make_criteria_scorer,
+        make_diversity_scorer,
+        make_left_to_right_scorer,
+        refit_best,
+    )
+
+    texts = short_posts(5000)
+    ks = [int(k) for k in args.cr_ks.split(",")]
+    pipe = Pipeline([("vec", CountVectorizer()),
+                     ("lda", LDAGibbs(max_iter=200, device="cpu", random_state=0))])
+    scoring = make_criteria_scorer(make_left_to_right_scorer(return_stderr=True),
+                                   coherence=make_coherence_scorer(),
+                                   diversity=make_diversity_scorer())
+    search = GridSearchCV(pipe, {"lda__n_components": ks}, scoring=scoring, refit=refit_best,
+                          cv=KFold(3, shuffle=True, random_state=0))
+    tic = time.perf_counter()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        search.fit(texts)
+    seconds = time.perf_counter() - tic
+    res = search.cv_results_
+    keep = [k for k in res if k.startswith(("mean_", "std_", "split", "param_", "rank_"))]
+    out = {"machine": machine(), "corpus": "gnews_ctm, 5,000 posts", "seconds": seconds,
+           "best_params": search.best_params_,
+           "warnings": [f"{w.category.__name__}: {w.message}" for w in caught],
+           "cv_results": {k: np.asarray(res[k]).tolist() for k in keep}}
+    out["cv_results"]["params"] = res["params"]
+    display = CriteriaDisplay.from_estimator(search)
+    display.figure_.savefig(RESULTS / "model_selection_criteria.png", dpi=110)
+    head = ("| K | log-likelihood / token | MC s.e. | budget bias | coherence (NPMI) | "
+            "diversity | fit s | score s |")
+    lines = ["# Choosing K on short posts: what each criterion picks", "",
+             ("5,000 GoogleNews posts (gnews_ctm, 5.5 tokens each), Pipeline(CountVectorizer(), "
+              "LDAGibbs(max_iter=200)), KFold(3, shuffle=True, random_state=0), one thread; "
+              "scored by make_criteria_scorer(make_left_to_right_scorer(return_stderr=True), "
+              "coherence=make_coherence_scorer(), diversity=make_diversity_scorer()), "
+              f"refit=refit_best. Best by likelihood: {search.best_params_}; total "
+              f"{seconds:.0f} s (machine shared, load at start "
+              f"{out['machine']['load_average_at_start']})."), "", head,
+             "|" + "---|" * (head.count("|") - 1)]
+    for i, k in enumerate(ks):
+        lines.append(
+            f"| {k} | {res['mean_test_score'][i]:.4f} | "
+            f"{np.sqrt(np.sum([res[f'split{f}_test_stderr'][i] ** 2 for f in range(3)])) / 3:.4f} | "
+            f"{res['mean_test_bias'][i]:.4f} | {res['mean_test_coherence'][i]:.4f} | "
+            f"{res['mean_test_diversity'][i]:.3f} | {res['mean_fit_time'][i]:.1f} | "
+            f"{res['mean_score_time'][i]:.1f} |")
+    lines += ["", "Best per criterion: " + ", ".join(f"{m}: K = {v}"
+                                                    for m, v in display.best_.items()),
+              "", "Warnings during the search: " + ("; ".join(out["warnings"]) or "none")]
+    write_results("model_selection_criteria", out, "\n".join(lines) + "\n")
+
+
 def main():
     args = parse()
     torch.set_num_threads(args.threads)
+    if args.fold_case is not None:
+        fold_case(args)
+        return
+    if args.report_only and (args.choosing_k or args.prodlda_scorer):  # rewrite the pages
+        name, report = (("choosing_k", choosing_k_report) if args.choosing_k
+                        else ("prodlda_scorer", prodlda_scorer_report))
+        report(json.loads((RESULTS / f"model_selection_{name}.json").read_text()))
+        return
+    if args.folds:
+        folds(args)
+        return
+    if args.criteria:
+        criteria(args)
+        return
+    if args.prodlda_scorer:
+        prodlda_scorer(args)
+        return
+    if args.choosing_k:
+        choosing_k(args)
+        return
     if args.speed_cases:
         speed_cases(args)
         return

@@ -6,14 +6,16 @@ Choosing the number of topics: scores with their errors
 A grid search ranks candidates by a Monte Carlo estimate of their held-out
 likelihood, so every score has an error: the Monte Carlo noise of the estimate,
 and a *budget bias* (the logs of these estimators are biased low, and AIS with
-few temperatures is biased more for larger models). This example
+few temperatures is biased more for larger models). The scorers are right or
+loud about it. This example
 
 1. runs :class:`~sklearn.model_selection.GridSearchCV` over the number of topics
    with the left-to-right scorer, asking it for its standard errors
-   (``return_stderr=True``), and checks the ranking with
-   :func:`~sktopics.model_selection.check_ranking`;
+   (``return_stderr=True``) and refitting with
+   :func:`~sktopics.model_selection.refit_best`, which warns when the best
+   candidate's lead is within the errors;
 2. shows the budget bias: AIS with too few temperatures ranks the candidates
-   differently;
+   differently, and its scorer says so while it scores;
 3. prints the progress lines of a longer evaluation (``verbose=1``).
 
 The corpus is synthetic (6 true topics), so that the example runs in seconds.
@@ -34,6 +36,7 @@ from sktopics.model_selection import (
     left_to_right_log_likelihood,
     make_ais_scorer,
     make_left_to_right_scorer,
+    refit_best,
 )
 
 X, _, _ = make_lda_corpus(n_samples=400, n_features=120, n_components=6, doc_length=60,
@@ -45,22 +48,22 @@ X_train, X_test = X[:300], X[300:]
 # -------------------------------------
 # With ``return_stderr=True`` the scorer returns three metrics, all per token: the
 # score, its Monte Carlo standard error and its budget check (how much the score
-# rose from half the particles: what is left of the bias is about as much). Refit
-# on the score; ``check_ranking`` warns when the best candidate's lead is within
-# the errors.
+# rose from half the particles: what is left of the bias is about as much).
+# ``refit=refit_best`` refits the best candidate and issues a ``RankingWarning``
+# when its lead is within the errors; ``check_ranking`` gives the numbers.
 Ks = [2, 4, 6, 8, 12]
 search = GridSearchCV(
     LDAGibbs(max_iter=150, device="cpu", random_state=0),
     {"n_components": Ks},
     scoring=make_left_to_right_scorer(n_particles=20, return_stderr=True),
-    refit="score",
+    refit=refit_best,
     cv=3,
-).fit(X_train)
-results = search.cv_results_
-print("best:", search.best_params_)
+)
 with warnings.catch_warnings(record=True) as caught:
     warnings.simplefilter("always", RankingWarning)
-    report = check_ranking(results)
+    search.fit(X_train)
+    report = check_ranking(search.cv_results_)
+print("best:", search.best_params_)
 print(f"lead over the runner-up {report['lead']:.4f} nats/token, error {report['error']:.4f}:",
       "settled" if report["settled"] else "not settled")
 for w in caught:
@@ -68,19 +71,19 @@ for w in caught:
 
 # %%
 # The same search scored by AIS with only 10 temperatures: its score rises a lot
-# from 5 to 10 temperatures, more for the larger models, so ``check_ranking``
-# refuses to call the ranking settled.
-cheap = GridSearchCV(
-    LDAGibbs(max_iter=150, device="cpu", random_state=0),
-    {"n_components": Ks},
-    scoring=make_ais_scorer(n_temperatures=10, n_chains=2, return_stderr=True),
-    refit="score",
-    cv=3,
-).fit(X_train)
-print("AIS with 10 temperatures picks", cheap.best_params_)
+# from 5 to 10 temperatures, more for the larger models. The scorer checks its
+# budget at every call and warns while scoring; ``refit_best`` then refuses to
+# call the ranking settled.
 with warnings.catch_warnings(record=True) as caught:
     warnings.simplefilter("always", RankingWarning)
-    check_ranking(cheap.cv_results_)
+    cheap = GridSearchCV(
+        LDAGibbs(max_iter=150, device="cpu", random_state=0),
+        {"n_components": Ks},
+        scoring=make_ais_scorer(n_temperatures=10, n_chains=2, return_stderr=True),
+        refit=refit_best,
+        cv=3,
+    ).fit(X_train)
+print("AIS with 10 temperatures picks", cheap.best_params_)
 for w in caught:
     print("warning:", w.message)
 

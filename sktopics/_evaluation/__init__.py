@@ -7,6 +7,8 @@ arrows pointing down the list:
 
 * ``_views``: the generative view of a model, its topics as distributions and the
   counts to score;
+* ``_tail``: the few long rows' end of a collapsed sweep, solved by fixed-point
+  iteration (the same draws as the sequential sweep, without a step per position);
 * ``_tokens``: documents as (document, chain) token rows, batching, schedules,
   per-document results;
 * ``_resampling``: systematic resampling of chains and particles;

@@ -54,5 +54,5 @@ def default_score(view, X_csr, device="cpu"):
                                  resample_threshold=0.5, rejuvenate=False, device=device,
                                  root=root_key(0))[0].estimate
     else:
-        est = importance_sampling(view, X, 64, root_key(0), device)
+        est = importance_sampling(view, X, 64, root_key(0), device).estimate
     return float(np.sum(est) / n_tokens)

@@ -5,10 +5,10 @@ import math
 import numpy as np
 import torch
 
-from .._random import counter_log_dirichlet, normal, row_keys
+from .._random import counter_log_dirichlet, normal, row_keys, uniform
 from ..utils._torch import device_budget
 from ._hmc import gaussian_log_density, gaussian_prior, to_theta
-from ._tokens import logmeanexp_stats
+from ._tokens import PerDocument, logmeanexp_stats
 
 __all__ = ["importance_sampling"]
 
@@ -19,13 +19,13 @@ _BATCH_ELEMENTS = 1 << 19
 
 
 def importance_sampling(view, X, n_samples, root, device):
-    """Per-document log p(w) estimates, in batches of documents."""
+    """Per-document log p(w) estimates (a :class:`~._tokens.PerDocument`), in batches."""
     n_docs, n_words = X.shape
     size = max(1, device_budget(device, _BATCH_ELEMENTS) // max(n_samples * n_words, 1))
-    out = np.zeros(n_docs)
+    out = PerDocument(n_docs, n_samples)
     for start in range(0, n_docs, size):
         rows = np.arange(start, min(start + size, n_docs))
-        out[rows] = _importance_sampling_batch(view, X[rows], rows, n_samples, root, device)
+        out.add(rows, _importance_sampling_batch(view, X[rows], rows, n_samples, root, device))
     return out
 
 
@@ -42,9 +42,15 @@ def _importance_sampling_batch(view, X, rows, n_samples, root, device):
             loc, scale = view.proposal(x)
             loc = loc.to(torch.float64).repeat_interleave(n_samples, 0)
             scale = scale.to(torch.float64).repeat_interleave(n_samples, 0).clamp_min(1e-3)
-            # defensive mixture 0.5 q(h | x) + 0.5 p(h): bounded weights (Hesterberg 1995)
+            # defensive mixture 0.5 q(h | x) + 0.5 p(h): bounded weights (Hesterberg 1995).
+            # Even samples from q, odd ones from p (stratified: unbiased for pairs); the
+            # last of an odd number picks its half by a coin, so every count is unbiased
             sample = torch.arange(xr.shape[0], device=device) % n_samples
-            from_q = (sample % 2 == 0).view(-1, 1)
+            from_q = sample % 2 == 0
+            if n_samples % 2:
+                coin = uniform(keys, 9) < 0.5
+                from_q = torch.where(sample == n_samples - 1, coin, from_q)
+            from_q = from_q.view(-1, 1)
             noise = normal(keys.view(-1, 1), 0, dims)
             h = torch.where(from_q, loc + scale * noise, mean + sd * noise)
             log_q = gaussian_log_density(h, loc, scale)
@@ -63,5 +69,4 @@ def _importance_sampling_batch(view, X, rows, n_samples, root, device):
         logw = torch.zeros(theta.shape[0], dtype=torch.float64, device=device)
     with torch.no_grad():
         logw = logw + view.likelihood.log_prob(xr, theta)
-    est, _, _ = logmeanexp_stats(logw.view(n_docs, n_samples))
-    return est.cpu().numpy()
+    return logmeanexp_stats(logw.view(n_docs, n_samples))

@@ -11,6 +11,7 @@ import numpy as np
 import torch
 
 from .._random import counter_log_dirichlet, counter_log_gamma
+from ._tail import fixed_point_sweep
 from ._tokens import PerDocument, schedule, token_batches
 from ._zspace import (
     anneal,
@@ -127,11 +128,19 @@ class PAMZPath:
         return self._table
 
     def lock_step(self, b, c, z, u):
+        """The collapsed sweep (in place): the lock-step loop, then the long rows'
+        remaining positions by fixed-point iteration (:mod:`._tail`)."""
         urn, batch = self._urn32, self.batch
+        n_paths = c.shape[1]
+        tail = batch.tail(n_paths)
+        table = self.word_table(b)
         c32 = c.float()
-        scripted(_pam_steps)(c32, urn.super_counts(c32), z, u, self.LA.tok, self.word_table(b),
+        scripted(_pam_steps)(c32, urn.super_counts(c32), z, u, self.LA.tok, table,
                              urn.alpha_path, urn.alpha_root, urn.node_total, urn.path_super,
-                             batch.offsets, batch.n_active)
+                             batch.offsets[:tail.start], batch.n_active[:tail.start])
+        if tail.blocks:
+            fixed_point_sweep(tail, c32, z.view(-1), u.view(-1), self.LA.tok, table,
+                              lambda C: urn.weights(C.reshape(-1, n_paths)).view(C.shape))
         c.copy_(c32)
 
     def increment(self, b0, b1, z, c):

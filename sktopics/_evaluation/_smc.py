@@ -18,21 +18,30 @@ import numpy as np
 import torch
 
 from .._random import bits, row_keys, uniform
+from ..utils._torch import device_budget
 from ._pam_paths import PAMPathPredictive, path_arrays
 from ._resampling import may_hold_any, systematic_ancestors
 from ._tokens import PerDocument, batches, expand_tokens, logmeanexp_stats
+from ._zspace import scripted
 
 __all__ = ["require_sequential_mixture", "sequential_mixture", "smc_log_likelihood"]
 
+#: Elements (rows x topics) of a step's temporaries on the CPU: a wide step (many
+#: documents x particles) is taken in pieces of about 2 MB (float64), 10 % faster
+#: than in one piece on a 20NG fold of 600 documents, and far faster than in
+#: pieces of one document (the per-operation cost).
+_CACHE_ELEMENTS = 1 << 18
 
-def _shuffle_tokens(tokens, mask, doc_ids, root):
-    """Permute each document's tokens in a seeded order keyed by the document."""
-    keys = row_keys(root, doc_ids, 1, 7, tokens.device).view(-1, 1)
-    pos = torch.arange(tokens.shape[1], device=tokens.device).view(1, -1)
-    score = bits(keys, pos).to(torch.float64)
-    score = torch.where(mask, score, torch.full_like(score, float("inf")))
-    order = torch.argsort(score, dim=1, stable=True)
-    return torch.gather(tokens, 1, order), torch.gather(mask, 1, order)
+#: Elements of a batch's state (rows x topics, plus the padded token arrays) and of
+#: a chunk of positions' uniforms (rows x positions), on the CPU (GPU:
+#: ``device_budget``): about 8 MB and 2 MB of float64, so that scoring a large
+#: corpus stays within a small multiple of its sparse matrix.
+_STATE_ELEMENTS = 1 << 20
+_CHUNK_ELEMENTS = 1 << 18
+
+#: Elements per position of a document in a batch: its padded tokens, mask and
+#: sort keys, and their temporaries while they are shuffled.
+_TOKEN_ELEMENTS = 8
 
 
 class _TopicPredictive:
@@ -92,120 +101,266 @@ def _predictive(kind, params, device):
     return PAMPathPredictive(*tensors)
 
 
-def _smc_batch(phi_t, predictive, tokens, mask, keys, n_particles, n_groups,
-               resample_threshold, rejuvenate, n_observed=None):
-    """One SMC filter per (document, group); returns log p-hat (n_docs * n_groups,).
+def _shuffle_tokens(tokens, mask, doc_ids, root):
+    """Permute each document's tokens in a seeded order keyed by the document."""
+    keys = row_keys(root, doc_ids, 1, 7, tokens.device).view(-1, 1)
+    pos = torch.arange(tokens.shape[1], device=tokens.device).view(1, -1)
+    score = bits(keys, pos).to(torch.float64)
+    score = torch.where(mask, score, torch.full_like(score, float("inf")))
+    order = torch.argsort(score, dim=1, stable=True)
+    return torch.gather(tokens, 1, order), torch.gather(mask, 1, order)
 
-    Documents are sorted by decreasing length with their tokens first, so the
-    filters still running at position n are a prefix of the rows: no masking.
+
+def _token_order(X, docs, root, device):
+    """Each document's tokens (word ids) in its seeded random order (:func:`_shuffle_tokens`).
+
+    Returns ``words`` (docs, N_max) int64, each row's tokens first, and the lengths.
     """
-    device = tokens.device
-    n_topics = predictive.n_latent
-    a_sum = predictive.total_prior
+    tokens, mask, lengths = expand_tokens(X, docs)
+    words, _ = _shuffle_tokens(torch.as_tensor(tokens, device=device),
+                               torch.as_tensor(mask, device=device), docs, root)
+    return words, lengths
+
+
+def _urn(c, n_super, alpha, alpha_root, node_total, path_super, pam: bool):
+    """Unnormalised predictive weights of the next token's topic (path), (rows, L).
+
+    For LDA the particles' state is already ``counts + alpha``: the weights are the
+    state itself.
+    """
+    if pam:
+        factor = ((n_super + alpha_root) / (n_super + node_total)).index_select(1, path_super)
+        return factor * (c + alpha)
+    return c
+
+
+def _smc_steps(c, n_super, w_all, log_p, words, u_draw, u_res, z, phi, alpha, alpha_root,
+               node_total, path_super, observed, docs_active: list[int], word_at: list[int],
+               draw_at: list[int], res_at: list[int], first: int, n_particles: int,
+               n_groups: int, a_sum: float, threshold: float, pam: bool, completion: bool,
+               keep_z: bool, chunk_docs: int, unconditional: bool) -> torch.Tensor:
+    """The filter over positions ``first, first + 1, ...`` of a position-major batch.
+
+    Rows are (document, filter, particle), document-major; at position n the first
+    ``docs_active[n]`` documents still hold a token, so the live rows are a prefix.
+    ``c`` (rows, L) holds the particles' counts of their prefix's topics plus
+    alpha (LDA), or of their prefix's paths (PAM, with ``n_super`` (rows, S) the
+    counts per super-topic). ``w_all`` (filters, R) are the particles' normalised
+    weights, ``log_p`` (filters,) the estimates. Position ``first + i`` reads its words at
+    ``words[word_at[i]:]`` (one per live document), its draw uniforms at
+    ``u_draw[draw_at[i]:]`` (one per live row) and its resampling uniforms at
+    ``u_res[res_at[i]:]`` (one per live filter). ``observed`` (filters,):
+    positions before it are not scored (document completion). With ``keep_z`` the
+    draws are kept in ``z`` (rows, N) (for rejuvenation). A position's documents
+    are processed ``chunk_docs`` at a time, so that a step's temporaries stay in
+    the cache. With ``unconditional`` (a GPU) the resampling step runs whether or
+    not a filter needs it (a no-op for those that do not), so that the host never
+    waits for the device to say. Returns the number of (filter, position) pairs
+    resampled, a tensor.
+    """
+    n_latent = c.shape[1]
     rows_per_doc = n_groups * n_particles
-    n_rows = tokens.shape[0] * rows_per_doc
-    n_filters = tokens.shape[0] * n_groups
-    tok = tokens.repeat_interleave(rows_per_doc, 0) if rejuvenate else None
-    tokens_t = tokens.T.contiguous()  # position-major: contiguous slices per step
-    n_max = tokens.shape[1]
-    lengths = mask.sum(1)
-    if bool((lengths[1:] > lengths[:-1]).any()):
-        raise ValueError("documents must be sorted by decreasing length")
-    docs_active = (lengths.view(1, -1) > torch.arange(n_max, device=device).view(-1, 1)).sum(1).tolist()
-    c = torch.zeros(n_rows, n_topics, dtype=torch.float64, device=device)
-    # the assignments are only needed to rejuvenate
-    z = torch.zeros(n_rows, n_max if rejuvenate else 1, dtype=torch.long, device=device)
-    log_w = torch.zeros(n_filters, n_particles, dtype=torch.float64, device=device)
-    log_p = torch.zeros(n_filters, dtype=torch.float64, device=device)
-    filter_keys = keys.view(n_filters, n_particles)[:, 0]
-    pos_all = torch.arange(n_max, device=device).view(1, -1)
-    u_draw = uniform(keys.view(1, -1), 0, pos_all.view(-1, 1))  # (N, rows)
-    u_res = uniform(filter_keys.view(-1, 1), 1, pos_all)  # (filters, N)
-    ones = torch.ones(n_rows, 1, dtype=c.dtype, device=device)
-    if n_observed is not None:  # document completion: score positions >= n_observed only
-        observed_f = n_observed.repeat_interleave(n_groups)
-    n_resamples = 0
-    for n in range(n_max):
-        nf = docs_active[n] * n_groups
-        if nf == 0:
-            break
-        nr = nf * n_particles
-        if rejuvenate and n > 1:
-            _rejuvenate(phi_t, predictive, tok[:nr], z[:nr], c[:nr], n, keys[:nr], n)
-        nd = docs_active[n]
-        phi_w = phi_t.index_select(0, tokens_t[n, :nd]).unsqueeze(1)  # (docs, 1, K)
-        cn = c[:nr]
-        weights = (predictive.weights(cn).view(nd, rows_per_doc, n_topics) * phi_w).view(nr, n_topics)
-        cum = torch.cumsum(weights, -1)
-        log_a = (torch.log(cum[:, -1]) - math.log(n + a_sum)).view(nf, n_particles)
-        norm_w = log_w[:nf] - torch.logsumexp(log_w[:nf], 1, keepdim=True)
-        log_z = torch.logsumexp(norm_w + log_a, 1)
-        if n_observed is None:
-            log_p[:nf] += log_z
-        else:
-            log_p[:nf] += torch.where(observed_f[:nf] <= n, log_z, torch.zeros_like(log_z))
-        log_w[:nf] = norm_w + log_a - log_z.unsqueeze(1)
-        k = torch.searchsorted(cum, u_draw[n, :nr].view(-1, 1) * cum[:, -1:]).clamp_(max=n_topics - 1)
-        if rejuvenate:
-            z[:nr, n : n + 1] = k
-        cn.scatter_add_(1, k, ones[:nr])
-        # systematic resampling where the effective sample size is low
-        if resample_threshold > 0 and n < n_max - 1:
-            w = torch.exp(log_w[:nf])
-            ess = w.sum(1) ** 2 / (w * w).sum(1)
-            need = ess < resample_threshold * n_particles
-            if may_hold_any(need):
-                n_resamples = n_resamples + need.sum()
-                flat = systematic_ancestors(w, need, u_res[:nf, n : n + 1])
-                c[:nr] = c[:nr].index_select(0, flat)
-                if rejuvenate:  # the assignments are only needed to rejuvenate
-                    z[:nr] = z[:nr].index_select(0, flat)
-                log_w[:nf] = torch.where(need.unsqueeze(1), torch.zeros_like(w), log_w[:nf])
-    return log_p, n_resamples
+    ones = torch.ones(c.shape[0], 1, dtype=c.dtype, device=c.device)
+    n_resampled = torch.zeros((), dtype=torch.int64, device=c.device)
+    for i in range(len(word_at)):
+        n = first + i
+        resample = threshold > 0.0 and n + 1 < len(docs_active)
+        for d0 in range(0, docs_active[n], chunk_docs):
+            nd = min(chunk_docs, docs_active[n] - d0)
+            r0, nr = d0 * rows_per_doc, nd * rows_per_doc
+            f0, nf = d0 * n_groups, nd * n_groups
+            cn = c[r0 : r0 + nr]
+            weights = _urn(cn, n_super[r0 : r0 + nr], alpha, alpha_root, node_total, path_super,
+                           pam)
+            phi_w = phi.index_select(0, words[word_at[i] + d0 : word_at[i] + d0 + nd])
+            weights = (weights.view(nd, rows_per_doc, n_latent)
+                       * phi_w.unsqueeze(1)).view(nr, n_latent)
+            cum = torch.cumsum(weights, -1)
+            total = cum[:, -1:]
+            # the predictive probabilities are total / (n + A): weight, sum, normalise
+            wa = w_all[f0 : f0 + nf] * total.view(nf, n_particles)
+            z_sum = wa.sum(1)
+            log_z = torch.log(z_sum) - math.log(n + a_sum)
+            if completion:
+                scored = observed[f0 : f0 + nf] <= n
+                log_p[f0 : f0 + nf] += torch.where(scored, log_z, torch.zeros_like(log_z))
+            else:
+                log_p[f0 : f0 + nf] += log_z
+            w = wa / z_sum.unsqueeze(1)
+            u = u_draw[draw_at[i] + r0 : draw_at[i] + r0 + nr].view(-1, 1)
+            k = torch.searchsorted(cum, u * total).clamp_(max=n_latent - 1)
+            cn.scatter_add_(1, k, ones[:nr])
+            if pam:
+                n_super[r0 : r0 + nr].scatter_add_(
+                    1, path_super.index_select(0, k.view(-1)).view(-1, 1), ones[:nr])
+            if keep_z:
+                z[r0 : r0 + nr, n : n + 1] = k
+            if resample:
+                need = w.sum(1) ** 2 / (w * w).sum(1) < threshold * n_particles
+                if unconditional or bool(need.any()):
+                    n_resampled += need.sum()
+                    ancestors = systematic_ancestors(
+                        w, need, u_res[res_at[i] + f0 : res_at[i] + f0 + nf].view(-1, 1))
+                    if unconditional:  # every row from its ancestor (itself if not resampled)
+                        moved = torch.arange(r0, r0 + nr, device=c.device)
+                        source = ancestors + r0
+                    else:  # only the resampled filters' rows change
+                        moved = torch.nonzero(need.repeat_interleave(n_particles)).view(-1)
+                        source = ancestors.index_select(0, moved) + r0
+                        moved = moved + r0
+                    c.index_copy_(0, moved, c.index_select(0, source))
+                    if pam:
+                        n_super.index_copy_(0, moved, n_super.index_select(0, source))
+                    if keep_z:
+                        z.index_copy_(0, moved, z.index_select(0, source))
+                    w = torch.where(need.unsqueeze(1), torch.full_like(w, 1.0 / n_particles), w)
+            w_all[f0 : f0 + nf] = w
+    return n_resampled
 
 
-def _rejuvenate(phi_t, predictive, tok, z, c, n, keys, step):
-    """A collapsed Gibbs sweep over positions < n of every particle (pi_{n-1}-invariant)."""
-    u = uniform(keys.view(-1, 1), 2, step, torch.arange(n, device=z.device).view(1, -1))
-    ones = torch.ones(z.shape[0], 1, dtype=c.dtype, device=c.device)
+def _rejuvenate(c, n_super, z, words, phi, urn_args, keys, n, n_rows, rows_per_doc):
+    """A collapsed Gibbs sweep over positions < n of the live particles (pi_{n-1}-invariant).
+
+    ``words`` (docs, N) are the documents' tokens in their (shuffled) order and ``z``
+    (rows, N) the particles' topics (paths).
+    """
+    cn, zn = c[:n_rows], z[:n_rows]
+    ns = n_super[:n_rows]
+    alpha, alpha_root, node_total, path_super, pam = urn_args
+    u = uniform(keys[:n_rows].view(-1, 1), 2, n, torch.arange(n, device=z.device).view(1, -1))
+    ones = torch.ones(n_rows, 1, dtype=c.dtype, device=c.device)
+    docs = torch.arange(n_rows, device=z.device) // rows_per_doc
     for j in range(n):
-        zj = z[:, j : j + 1]
-        c.scatter_add_(1, zj, -ones)
-        cum = torch.cumsum(predictive.weights(c) * phi_t[tok[:, j]], -1)
+        zj = zn[:, j : j + 1]
+        cn.scatter_add_(1, zj, -ones)
+        if pam:
+            ns.scatter_add_(1, path_super.index_select(0, zj.view(-1)).view(-1, 1), -ones)
+        weights = _urn(cn, ns, alpha, alpha_root, node_total, path_super, pam)
+        cum = torch.cumsum(weights * phi.index_select(0, words[docs, j]), -1)
         k = torch.searchsorted(cum, u[:, j : j + 1] * cum[:, -1:]).clamp_(max=cum.shape[1] - 1)
-        z[:, j : j + 1] = k
-        c.scatter_add_(1, k, ones)
+        zn[:, j : j + 1] = k
+        cn.scatter_add_(1, k, ones)
+        if pam:
+            ns.scatter_add_(1, path_super.index_select(0, k.view(-1)).view(-1, 1), ones)
+
+
+def _position_chunks(n_active, budget):
+    """``(start, stop)`` position ranges with at most ``budget`` live rows in all."""
+    out, start, total = [], 0, 0
+    for j, n in enumerate(n_active):
+        if j > start and total + n > budget:
+            out.append((start, j))
+            start, total = j, 0
+        total += n
+    if start < len(n_active):
+        out.append((start, len(n_active)))
+    return out
+
+
+def _flat_at(n_active, start, stop):
+    """Offsets of positions ``start:stop`` in a position-major array, and its index arrays.
+
+    Returns ``(at, row, position)``: position ``j`` starts at ``at[j - start]`` and
+    holds rows ``0 ... n_active[j] - 1``; ``row`` and ``position`` give each entry's.
+    """
+    counts = np.asarray(n_active[start:stop], dtype=np.int64)
+    at = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
+    position = np.repeat(np.arange(start, stop, dtype=np.int64), counts)
+    row = np.arange(int(counts.sum()), dtype=np.int64) - np.repeat(at, counts)
+    return at.tolist(), row, position
 
 
 def smc_log_likelihood(mixture, X, *, n_particles, n_filters, resample_threshold, rejuvenate,
                        device, root, observed_fraction=None, progress=None):
     """Per-document SMC estimates: a :class:`~._tokens.PerDocument` and the resampling events.
 
-    ``mixture`` is :func:`sequential_mixture`'s triple.
+    ``mixture`` is :func:`sequential_mixture`'s triple. Documents are batched in
+    decreasing length and laid out position-major, as in the z-space engines: the
+    filters still running at position n are a prefix of the batch's rows, and the
+    whole batch costs one step per position of its longest document.
     """
     phi, kind, params = mixture
     phi_t = torch.as_tensor(phi, dtype=torch.float64, device=device).T.contiguous()
     phi_t = phi_t.clamp_min(1e-300)
     predictive = _predictive(kind, params, device)
+    pam = kind != "topics"
+    n_latent = predictive.n_latent
+    if pam:
+        urn_args = (predictive.alpha_path, predictive.alpha_root, predictive.node_total,
+                    predictive.path_super, True)
+    else:
+        empty = torch.zeros(1, dtype=torch.float64, device=device)
+        urn_args = (predictive.alpha, empty, empty,
+                    torch.zeros(1, dtype=torch.int64, device=device), False)
     lengths = np.asarray(X.sum(1)).ravel().astype(np.int64)
+    rows_per_doc = n_particles * n_filters
     out = PerDocument(X.shape[0], n_filters)
-    n_res = 0
-    for batch in batches(lengths, n_particles * n_filters, 2, device,
-                         row_elements=predictive.n_latent):
-        tokens, mask, _ = expand_tokens(X, batch)
-        tokens = torch.as_tensor(tokens, device=device)
-        mask = torch.as_tensor(mask, device=device)
-        tokens, mask = _shuffle_tokens(tokens, mask, batch, root)
-        keys = row_keys(root, batch, n_filters * n_particles, 6, device)
-        n_obs = None
-        if observed_fraction is not None:
-            n_obs = torch.as_tensor(np.floor(observed_fraction * lengths[batch]).astype(np.int64),
-                                    device=device)
-        log_p, r = _smc_batch(phi_t, predictive, tokens, mask, keys, n_particles, n_filters,
-                              float(resample_threshold), rejuvenate, n_obs)
-        n_res += int(r)
-        out.add(batch, logmeanexp_stats(log_p.view(len(batch), n_filters)))
+    n_res = torch.zeros((), dtype=torch.int64, device=device)
+    steps = scripted(_smc_steps)
+    budget = device_budget(device, _CHUNK_ELEMENTS)
+    # the documents of a step processed at once: CPU temporaries in the cache; a
+    # GPU takes a position's documents in one go
+    chunk_docs = max(1, _CACHE_ELEMENTS // (rows_per_doc * n_latent))
+    if torch.device(device).type != "cpu":
+        chunk_docs = X.shape[0]
+    # on a GPU the resampling runs unconditionally (no read-back of the flags)
+    unconditional = may_hold_any(torch.zeros(1, dtype=torch.bool, device=device))
+    # a batch holds rows x (latent counts + their draws when rejuvenating) and the
+    # documents' padded tokens
+    for docs in batches(lengths, rows_per_doc, int(rejuvenate), device, row_elements=n_latent,
+                        doc_elements=_TOKEN_ELEMENTS, max_elements=_STATE_ELEMENTS):
+        words, lens = _token_order(X, docs, root, device)
+        n_docs, n_max = len(docs), words.shape[1]
+        docs_active = np.searchsorted(-lens, -np.arange(n_max), side="left").tolist()
+        rows_active = [d * rows_per_doc for d in docs_active]
+        filters_active = [d * n_filters for d in docs_active]
+        word_at, wrow, wpos = _flat_at(docs_active, 0, n_max)
+        flat_words = words[torch.as_tensor(wrow, device=device), torch.as_tensor(wpos, device=device)]
+        del wrow, wpos
+        if not rejuvenate:  # only a rejuvenation sweep reads the padded layout
+            del words
+        keys = row_keys(root, docs, rows_per_doc, 6, device)
+        filter_keys = keys.view(n_docs * n_filters, n_particles)[:, 0]
+        n_rows = n_docs * rows_per_doc
+        c = torch.zeros(n_rows, n_latent, dtype=torch.float64, device=device)
+        if not pam:  # the LDA state is counts + alpha
+            c += predictive.alpha
+        n_super = torch.zeros(n_rows, predictive.alpha_root.shape[0] if pam else 1,
+                              dtype=torch.float64, device=device)
+        weights = torch.full((n_docs * n_filters, n_particles), 1.0 / n_particles,
+                             dtype=torch.float64, device=device)
+        log_p = torch.zeros(n_docs * n_filters, dtype=torch.float64, device=device)
+        z = torch.zeros(n_rows if rejuvenate else 1, n_max if rejuvenate else 1,
+                        dtype=torch.int64, device=device)
+        completion = observed_fraction is not None
+        observed = torch.zeros(1, dtype=torch.int64, device=device)
+        if completion:
+            observed = torch.as_tensor(np.floor(observed_fraction * lens).astype(np.int64),
+                                       device=device).repeat_interleave(n_filters)
+        for start, stop in _position_chunks(rows_active, budget):
+            draw_at, drow, dpos = _flat_at(rows_active, start, stop)
+            res_at, frow, fpos = _flat_at(filters_active, start, stop)
+            u_draw = uniform(keys[torch.as_tensor(drow, device=device)], 0,
+                             torch.as_tensor(dpos, device=device))
+            u_res = uniform(filter_keys[torch.as_tensor(frow, device=device)], 1,
+                            torch.as_tensor(fpos, device=device))
+            spans = [(start, stop)]
+            if rejuvenate:
+                spans = [(j, j + 1) for j in range(start, stop)]
+            for a, b in spans:
+                if rejuvenate and a > 1:
+                    _rejuvenate(c, n_super, z, words, phi_t, (*urn_args,), keys, a, rows_active[a],
+                                rows_per_doc)
+                i0, i1 = a - start, b - start
+                n_res += steps(c, n_super, weights, log_p, flat_words, u_draw, u_res, z, phi_t,
+                               urn_args[0], urn_args[1], urn_args[2], urn_args[3], observed,
+                               docs_active, [word_at[j] for j in range(a, b)],
+                               draw_at[i0:i1], res_at[i0:i1], a, n_particles, n_filters,
+                               predictive.total_prior, float(resample_threshold), pam, completion,
+                               rejuvenate, chunk_docs, unconditional)
+            if progress is not None:
+                progress.advance(float(sum(rows_active[start:stop])))
+        out.add(docs, logmeanexp_stats(log_p.view(n_docs, n_filters)))
         if progress is not None:
-            progress.advance(float(lengths[batch].sum()) * n_particles * n_filters)
-            progress.finish_documents(len(batch))
-    return out, n_res
+            progress.finish_documents(n_docs)
+    return out, int(n_res)

@@ -5,18 +5,19 @@ The evaluators work on batches of documents, each repeated once per chain
 sorted by decreasing length, so that the rows still holding a token at position
 ``j`` are a prefix of the batch. :func:`token_batches` is the one batch driver of
 the z-space engines (a flat, unpadded layout, :class:`TokenBatch`);
-:func:`batches` and :func:`expand_tokens` the padded layout of the left-to-right
-filter; :class:`PerDocument` collects what they estimate.
+:func:`batches` and :func:`expand_tokens` the documents of the left-to-right
+filter, a batch at a time; :class:`PerDocument` collects what they estimate.
 """
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import torch
 
 from .._random import bits, row_keys, stream_uniform
 from ..utils._torch import device_budget
+from ._tail import TailLayout, tail_start
 
 __all__ = [
     "MAX_ELEMENTS",
@@ -46,19 +47,21 @@ def expand_tokens(X, rows):
     return tokens, mask, lengths
 
 
-def batches(lengths, n_rows_per_doc, n_topics, device, row_elements=0):
-    """Document batches in decreasing length, for the padded layout.
+def batches(lengths, n_rows_per_doc, n_topics, device, row_elements=0, doc_elements=0,
+            max_elements=MAX_ELEMENTS):
+    """Document batches in decreasing length (the left-to-right filter's).
 
-    A batch holds at most ``device_budget(device, MAX_ELEMENTS)`` rows x
-    (positions x topics + ``row_elements``).
+    A batch holds at most ``device_budget(device, max_elements)`` elements of
+    rows x (positions of its longest document x ``n_topics`` + ``row_elements``)
+    plus documents x positions x ``doc_elements``.
     """
-    max_elements = device_budget(device, MAX_ELEMENTS)
+    max_elements = device_budget(device, max_elements)
     order = np.argsort(-lengths, kind="stable")
     order = order[lengths[order] > 0]
     out, start = [], 0
     while start < len(order):
         n_max = max(int(lengths[order[start]]), 1)
-        per_doc = n_rows_per_doc * (n_max * n_topics + row_elements)
+        per_doc = n_rows_per_doc * (n_max * n_topics + row_elements) + n_max * doc_elements
         size = max(1, max_elements // max(per_doc, 1))
         out.append(order[start : start + size])
         start += size
@@ -124,6 +127,7 @@ class TokenBatch:
     word: torch.Tensor
     start: torch.Tensor
     base: torch.Tensor
+    _tails: dict = field(default_factory=dict, repr=False)
 
     @property
     def n_rows(self):
@@ -147,6 +151,18 @@ class TokenBatch:
     def uniforms(self, *counters, dtype=torch.float32):
         """One uniform per token, keyed by its row, its position and the counters."""
         return stream_uniform(self.base, *counters, dtype=dtype)
+
+    def tail(self, n_topics):
+        """The :class:`~._tail.TailLayout` of the positions where few rows are left.
+
+        A sweep runs the lock-step loop over ``offsets[:tail.start]`` and solves the
+        rest by fixed-point iteration (:mod:`._tail`).
+        """
+        if n_topics not in self._tails:
+            start = tail_start(self.n_active, n_topics)
+            self._tails[n_topics] = TailLayout(self.offsets, self.n_active, start, n_topics,
+                                               self.row.device)
+        return self._tails[n_topics]
 
     def per_row(self, values):
         """``(rows, N)`` array of per-token values, 0 at padding (tests, tiny batches)."""

@@ -35,6 +35,7 @@ import torch
 from .._random import counter_log_dirichlet
 from ..utils._torch import device_budget
 from ._resampling import resample_chains
+from ._tail import fixed_point_sweep
 from ._tokens import MAX_ELEMENTS, PerDocument, schedule, token_batches
 
 __all__ = [
@@ -221,6 +222,7 @@ class ZPath:
         self.alphaB = alphaA if alphaB is None else alphaB
         self.same_alpha = bool(torch.equal(self.alphaA, self.alphaB))
         self._table_b, self._table = None, None
+        self._gap = None
 
     @property
     def two_polya_terms(self):
@@ -259,14 +261,19 @@ class ZPath:
         return torch.log(c + self.alpha(b)) + g
 
     def lock_step(self, b, c, z, u):
-        """The collapsed sweep's loop over the batch's positions (in place).
+        """The collapsed sweep over the batch's positions (in place).
 
-        When the conditional is (c_k + alpha_k) x word factor the loop works on the
-        shifted counts c + alpha, which saves an addition per step.
+        The lock-step loop runs while enough rows hold a token; the few long rows'
+        remaining positions are solved by fixed-point iteration (:mod:`._tail`), with
+        the same result as the loop. When the conditional is (c_k + alpha_k) x word
+        factor the loop works on the shifted counts c + alpha, which saves an
+        addition per step.
         """
-        batch = self.batch
+        batch, n_topics = self.batch, c.shape[1]
+        tail = batch.tail(n_topics)
+        head = tail.start
+        table = self.word_table(b)
         if self.two_polya_terms:
-            n_topics = c.shape[1]
             counts = torch.arange(len(batch.n_active) + 1, dtype=c.dtype, device=c.device)
             counts = counts.view(-1, 1)
             prior = torch.exp(b * torch.log(counts + self.alphaA)
@@ -274,15 +281,24 @@ class ZPath:
             topics = torch.arange(n_topics, device=c.device)
             index = c.long() * n_topics + topics
             scripted(_geometric_steps)(index, torch.take(prior, index), z.view(-1, 1),
-                                       u.view(-1, 1), self.LA.tok, self.word_table(b), prior,
-                                       n_topics, batch.offsets, batch.n_active)
+                                       u.view(-1, 1), self.LA.tok, table, prior, n_topics,
+                                       batch.offsets[:head], batch.n_active[:head])
             c.copy_(torch.div(index - topics, n_topics, rounding_mode="floor"))
+            if tail.blocks:
+                counts32 = c.float()
+                fixed_point_sweep(tail, counts32, z, u, self.LA.tok, table,
+                                  lambda C: torch.take(prior, C.long() * n_topics + topics))
+                c.copy_(counts32)
             return
         shift = self.alpha(b)
         state = (c + shift).float()
-        scripted(_shifted_steps)(state, z.view(-1, 1), u.view(-1, 1), self.LA.tok,
-                                 self.word_table(b), batch.offsets, batch.n_active)
+        scripted(_shifted_steps)(state, z.view(-1, 1), u.view(-1, 1), self.LA.tok, table,
+                                 batch.offsets[:head], batch.n_active[:head])
         c.copy_(torch.round(state.double() - shift))
+        if tail.blocks:
+            counts32 = c.float()
+            fixed_point_sweep(tail, counts32, z, u, self.LA.tok, table, shift.float())
+            c.copy_(counts32)
 
     def _token_terms(self, z):
         la = self.LA.gather(z)
@@ -312,9 +328,30 @@ class ZPath:
             la, lb = self._token_terms(z)
             diff = self.batch.row_sum(la if lb is None else la - lb)
             if not self.same_alpha:
-                diff = diff + log_polya(c, self.alphaA) - log_polya(c, self.alphaB)
+                diff = diff + self._polya_gap(c)
             return (b1 - b0) * diff
         return self.log_f(b1, z, c) - self.log_f(b0, z, c)
+
+    def _polya_gap(self, c):
+        """log p(z | alpha_A) - log p(z | alpha_B) per row, from the counts ``c``.
+
+        The lgamma terms are tabulated once per batch for every count a row can
+        hold, so a temperature costs a lookup per row and topic.
+        """
+        if self._gap is None:
+            n_topics = c.shape[1]
+            m = torch.arange(len(self.batch.n_active) + 1, dtype=c.dtype, device=c.device)
+            m = m.view(-1, 1)
+            table = (torch.lgamma(m + self.alphaA) - torch.lgamma(self.alphaA)
+                     - torch.lgamma(m + self.alphaB) + torch.lgamma(self.alphaB))
+            n = c.sum(-1)  # the rows' lengths: fixed along the path
+            a_sum, b_sum = self.alphaA.sum(), self.alphaB.sum()
+            const = (torch.lgamma(a_sum) - torch.lgamma(n + a_sum)
+                     - torch.lgamma(b_sum) + torch.lgamma(n + b_sum))
+            topics = torch.arange(n_topics, device=c.device)
+            self._gap = (table.reshape(-1), const, topics)
+        table, const, topics = self._gap
+        return torch.take(table, c.long() * c.shape[1] + topics).sum(-1) + const
 
     def blocked(self, b):
         """alpha_b when f_b has a single Polya term (the blocked kernel applies), else None."""

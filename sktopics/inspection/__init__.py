@@ -6,6 +6,8 @@
   curve when there is one;
 * :class:`AISConvergenceDisplay`, :class:`ComparisonDisplay`: AIS against its budget,
   and a ratio-AIS comparison document by document;
+* :class:`CriteriaDisplay`: a search's criteria (held-out likelihood with its errors,
+  coherence, diversity) against the searched parameter, one panel each;
 * :func:`topic_report`: one row per topic (top words, weights, prevalence, NPMI,
   distinct share), as a pandas DataFrame (the ``report`` extra);
 * :func:`to_pyldavis`: the keyword arguments of ``pyLDAvis.prepare``.
@@ -20,11 +22,13 @@ from ._evaluation import AISConvergenceDisplay, ComparisonDisplay
 from ._pam import PAMHierarchyDisplay
 from ._pyldavis import to_pyldavis
 from ._report import topic_report
+from ._selection import CriteriaDisplay
 from ._topic_words import TopicWordsDisplay
 
 __all__ = [
     "AISConvergenceDisplay",
     "ComparisonDisplay",
+    "CriteriaDisplay",
     "PAMHierarchyDisplay",
     "TopicWordsDisplay",
     "TrainingCurveDisplay",

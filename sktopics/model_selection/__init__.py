@@ -2,7 +2,8 @@
 
 Estimators of log p(w | model): :func:`ais_log_likelihood` (annealed importance
 sampling), :func:`left_to_right_log_likelihood` (left-to-right in its unbiased,
-sequential Monte Carlo form); comparators :func:`ratio_ais` and
+sequential Monte Carlo form), :func:`importance_sampling_log_likelihood` (from a
+neural model's encoder); comparators :func:`ratio_ais` and
 :func:`iteration_ais` (Foulds & Smyth 2014); scikit-learn scorers. Results are
 :class:`HeldOutLikelihood` and :class:`ModelComparison` objects. See the user guide,
 "Evaluating topic models".
@@ -11,6 +12,7 @@ sequential Monte Carlo form); comparators :func:`ratio_ais` and
 from .._evaluation._views import generative_view
 from .._generative import GenerativeModel, PathMixture, TokenMixture
 from ._ais import ais_log_likelihood
+from ._importance_sampling import importance_sampling_log_likelihood
 from ._iteration_ais import iteration_ais
 from ._left_to_right import (
     document_completion_log_likelihood,
@@ -23,8 +25,12 @@ from ._scorers import (
     check_ranking,
     make_ais_scorer,
     make_coherence_scorer,
+    make_criteria_scorer,
+    make_diversity_scorer,
+    make_importance_sampling_scorer,
     make_left_to_right_scorer,
     make_ratio_ais_scorer,
+    refit_best,
 )
 
 __all__ = [
@@ -40,11 +46,16 @@ __all__ = [
     "check_ranking",
     "document_completion_log_likelihood",
     "generative_view",
+    "importance_sampling_log_likelihood",
     "iteration_ais",
     "left_to_right_log_likelihood",
     "make_ais_scorer",
     "make_coherence_scorer",
+    "make_criteria_scorer",
+    "make_diversity_scorer",
+    "make_importance_sampling_scorer",
     "make_left_to_right_scorer",
     "make_ratio_ais_scorer",
     "ratio_ais",
+    "refit_best",
 ]

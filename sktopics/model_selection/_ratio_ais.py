@@ -312,7 +312,9 @@ def _paired(view_a, view_b, X, settings, *, random_state, **kwargs):
         "ratio_ais: the two models are not both per-token mixtures over topics (e.g. "
         "LDAGibbs against ProdLDA), so there is no annealing path between them; "
         "comparing them by paired standard AIS with common random numbers instead "
-        "(method='paired-ais'): an unbiased but noisier comparison.",
+        "(method='paired-ais'): a noisier comparison. Each run's log-estimate is biased "
+        "low by its own amount, so their difference is biased too, in either direction; "
+        "check that it is stable when n_temperatures is doubled.",
         UserWarning)
     # one seed for both runs: the same random numbers wherever their engines coincide
     seed = random_state if isinstance(random_state, numbers.Integral) else int(

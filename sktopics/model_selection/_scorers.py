@@ -9,15 +9,19 @@ as NaN scores inside a grid search.
 
 With ``return_stderr=True`` a scorer returns ``{"score": ..., "stderr": ...,
 "bias": ...}``, a multi-metric score that puts the Monte Carlo standard error and a
-budget check of every fold's score in ``cv_results_`` (refit on ``"score"``);
-:func:`check_ranking` reads them back. The budget check scores the fold a second
-time with half the budget (temperatures or particles): these estimators rise
-towards the truth with their budget, roughly as 1 / budget, so the rise from half
-to the full budget estimates the bias left at the full one.
+budget check of every fold's score in ``cv_results_``; :func:`refit_best` (as
+``refit=``) and :func:`check_ranking` read them back. The budget check scores the
+fold a second time with half the budget (temperatures, particles or samples): these
+estimators rise towards the truth with their budget, roughly as 1 / budget, so the
+rise from half to the full budget estimates the bias left at the full one. The AIS
+scorer always makes that check and warns when the bias is large enough to change a
+ranking (its ``bias_tolerance``); with ``n_temperatures="auto"`` it doubles the
+temperatures until the bias is below the tolerance, up to ``max_temperatures``.
 """
 
 import inspect
 import numbers
+import re
 import warnings
 
 import numpy as np
@@ -31,6 +35,7 @@ from ..utils._sklearn_compat import (
 )
 from ..utils._warnings import warn
 from ._ais import ais_log_likelihood
+from ._importance_sampling import importance_sampling_log_likelihood
 from ._left_to_right import left_to_right_log_likelihood
 from ._ratio_ais import ratio_ais
 
@@ -39,13 +44,26 @@ __all__ = [
     "check_ranking",
     "make_ais_scorer",
     "make_coherence_scorer",
+    "make_criteria_scorer",
+    "make_diversity_scorer",
+    "make_importance_sampling_scorer",
     "make_left_to_right_scorer",
     "make_ratio_ais_scorer",
+    "refit_best",
 ]
 
 
 class RankingWarning(UserWarning):
-    """The best candidate of a search is not ahead of the next by more than its errors."""
+    """A score's errors may be large enough to change the ranking of a search's candidates.
+
+    Issued by :func:`check_ranking` and :func:`refit_best` when the best candidate is
+    not ahead of the next by more than the errors, and by the AIS scorer when its
+    budget's bias exceeds its ``bias_tolerance``.
+    """
+
+
+#: The budget an "auto" AIS scorer starts from (with a check at half of it).
+AUTO_START = 50
 
 
 def _check_keywords(function, kwargs, caller):
@@ -61,38 +79,74 @@ def _check_keywords(function, kwargs, caller):
                                    kwargs, caller_name=caller)
 
 
-def _halved(kwargs, budget):
-    """The keyword arguments with half the budget ``budget`` (at least 1), or None."""
-    half = kwargs[budget] // 2
-    return None if half < 1 else {**kwargs, budget: half}
-
-
-def _score(run, kwargs, budget, return_stderr):
-    """A run's per-token score, or the score with its Monte Carlo and budget errors."""
-    result = run(**kwargs)
-    if not return_stderr:
-        return float(result.per_token)
-    half = _halved(kwargs, budget)
-    bias = float("nan") if half is None else max(result.per_token - run(**half).per_token, 0.0)
-    return {"score": float(result.per_token), "stderr": result.per_token_stderr, "bias": bias}
-
-
 class _HeldOutScorer:
-    def __init__(self, function, kwargs, name, budget, return_stderr=False):
+    """A held-out likelihood scorer over one budget keyword (``budget``).
+
+    ``bias_tolerance``: when set, every call also scores at half the budget and
+    warns (once per scorer) if the score rose by more; a budget of ``"auto"``
+    doubles from :data:`AUTO_START` while it does, up to ``max_budget``.
+    """
+
+    def __init__(self, function, kwargs, name, budget, return_stderr=False,
+                 bias_tolerance=None, max_budget=None, remedy="", max_name="max_budget"):
         self.function = function
         self.kwargs = kwargs
         self.name = name
         self.budget = budget
         self.return_stderr = return_stderr
+        self.bias_tolerance = bias_tolerance
+        self.max_budget = max_budget
+        self.remedy = remedy
+        self.max_name = max_name
+        self._warned = False
 
     def __call__(self, estimator, X, y=None):
         model, Xt = split_pipeline(estimator, X)
-        return _score(lambda **kw: self.function(model, Xt, **kw), self.kwargs, self.budget,
-                      self.return_stderr)
+        return self._score(lambda **kw: self.function(model, Xt, **kw))
+
+    def _run_with_check(self, run):
+        """``(result, bias, budget used, capped)``, with the budget check when asked for."""
+        kwargs = dict(self.kwargs)
+        size = kwargs[self.budget]
+        if size == "auto":
+            size = min(AUTO_START, self.max_budget)
+            lower = run(**{**kwargs, self.budget: max(size // 2, 1)})
+            while True:
+                result = run(**{**kwargs, self.budget: size})
+                bias = max(result.per_token - lower.per_token, 0.0)
+                if bias <= self.bias_tolerance or 2 * size > self.max_budget:
+                    return result, bias, size, bias > self.bias_tolerance
+                lower, size = result, 2 * size
+        result = run(**kwargs)
+        bias = float("nan")
+        if (self.return_stderr or self.bias_tolerance is not None) and size // 2 >= 1:
+            bias = max(result.per_token - run(**{**kwargs, self.budget: size // 2}).per_token, 0.0)
+        return result, bias, size, False
+
+    def _score(self, run):
+        result, bias, size, capped = self._run_with_check(run)
+        if self.bias_tolerance is not None and bias > self.bias_tolerance and not self._warned:
+            self._warned = True
+            cap = (f" (doubled up to its cap, {self.max_name}={self.max_budget})"
+                   if capped else "")
+            warn(f"{self.name}: the held-out log-likelihood rose by {bias:.4f} nats per "
+                 f"token from {self.budget}={max(size // 2, 1)} to {size}{cap}, more than "
+                 f"bias_tolerance={self.bias_tolerance:g}. "
+                 "The estimate is biased low by about as much, and by more for larger "
+                 "models, so candidates closer than that may be ranked the wrong way "
+                 f"round. {self.remedy} (said once per scorer)", RankingWarning)
+        if not self.return_stderr:
+            return float(result.per_token)
+        return {"score": float(result.per_token), "stderr": result.per_token_stderr,
+                "bias": bias}
 
     def __repr__(self):
         args = ", ".join(f"{k}={v!r}" for k, v in self.kwargs.items())
         extra = ", return_stderr=True" if self.return_stderr else ""
+        if self.bias_tolerance is not None:
+            extra += f", bias_tolerance={self.bias_tolerance!r}"
+        if self.kwargs.get(self.budget) == "auto":
+            extra += f", {self.max_name}={self.max_budget!r}"
         return f"{self.name}({args}{extra})"
 
 
@@ -111,7 +165,7 @@ class _RatioScorer(_HeldOutScorer):
                 warnings.filterwarnings("ignore", message="The forward and reverse runs disagree")
                 return ratio_ais(model, reference, Xt, **kwargs)
 
-        return _score(run, self.kwargs, self.budget, self.return_stderr)
+        return self._score(run)
 
     def __repr__(self):
         return f"make_ratio_ais_scorer({type(self.reference).__name__}, {self.kwargs!r})"
@@ -148,42 +202,56 @@ class _CoherenceScorer:
 
 @validate_params(
     {
-        "n_temperatures": [Interval(numbers.Integral, 1, None, closed="left")],
+        "n_temperatures": [Interval(numbers.Integral, 1, None, closed="left"),
+                           StrOptions({"auto"})],
         "n_chains": [Interval(numbers.Integral, 1, None, closed="left")],
+        "bias_tolerance": [None, Interval(numbers.Real, 0, None, closed="neither")],
+        "max_temperatures": [Interval(numbers.Integral, 2, None, closed="left")],
         "random_state": [None, Interval(numbers.Integral, 0, None, closed="left")],
         "return_stderr": ["boolean"],
     },
     prefer_skip_nested_validation=True,
 )
-def make_ais_scorer(*, n_temperatures=100, n_chains=4, random_state=0, return_stderr=False,
-                    **kwargs):
+def make_ais_scorer(*, n_temperatures=100, n_chains=4, bias_tolerance=0.01,
+                    max_temperatures=1600, random_state=0, return_stderr=False, **kwargs):
     """Scorer returning the AIS held-out per-token log-likelihood (greater is better).
 
-    AIS is biased low by an amount that shrinks with ``n_temperatures`` and grows
-    with the number of topics, so a small budget favours small models. On the grid
-    search of ``research/results/scorer_defaults.md`` (1,500 20 Newsgroups posts,
-    K in {5, 10, 20, 40}), 30 temperatures picked K = 10 where a 1,000-particle
-    left-to-right run picked K = 40; the default, 100 temperatures x 4 chains,
-    picked 40 but closed 60 % of the gap between K = 20 and K = 40 with its bias,
-    at 4x the cost of fitting. Prefer :func:`make_left_to_right_scorer` for mixture
-    models (it picked 40 at half the cost of fitting); this scorer is the one for
-    ProdLDA. With ``return_stderr=True`` it also reports how much its score rises
-    from half the temperatures, and :func:`check_ranking` warns when that could
-    reverse the ranking.
+    AIS from the prior is biased low by an amount that shrinks slowly with
+    ``n_temperatures`` (roughly as one over it) and grows with the number of
+    topics, so a small budget favours small models. The scorer therefore checks
+    its own budget at every call: it also scores at half the temperatures, and
+    when the score rose by more than ``bias_tolerance`` nats per token it issues a
+    :class:`RankingWarning` (once per scorer) naming the remedies. With
+    ``n_temperatures="auto"`` it doubles the temperatures, from 50, until the rise
+    is below the tolerance or the next budget would pass ``max_temperatures``.
+
+    For mixture models (LDAGibbs, AVITM, PAMVI, MoLDA) prefer
+    :func:`make_left_to_right_scorer`, and for ProdLDA
+    :func:`make_importance_sampling_scorer`: the user guide's "Choosing the number
+    of topics" measures what each costs and picks.
 
     Parameters
     ----------
-    n_temperatures : int, default=100
-        Annealing steps.
+    n_temperatures : int or "auto", default=100
+        Annealing steps, or ``"auto"``: doubled from 50 until the budget check
+        passes, up to ``max_temperatures``.
     n_chains : int, default=4
         Chains per document.
+    bias_tolerance : float or None, default=0.01
+        Nats per token. The score's rise from half the temperatures estimates the
+        bias left at the full budget; above this the scorer warns (and ``"auto"``
+        doubles). Candidates whose scores differ by less than the bias may be
+        ranked the wrong way round. ``None`` skips the check and its cost (half a
+        score more).
+    max_temperatures : int, default=1600
+        The cap of ``n_temperatures="auto"``.
     random_state : int or None, default=0
         Seed. A fixed seed makes the score deterministic and gives every grid
         candidate the same random numbers (a paired comparison).
     return_stderr : bool, default=False
         Return ``{"score": per-token log-likelihood, "stderr": its Monte Carlo
         standard error, "bias": the score's rise from half the temperatures}`` (per
-        token) instead of the score alone, at 1.5 times the cost (see
+        token) instead of the score alone (see :func:`refit_best` and
         :func:`check_ranking`).
     **kwargs : dict
         Other keyword arguments of :func:`ais_log_likelihood` (``schedule``,
@@ -195,10 +263,17 @@ def make_ais_scorer(*, n_temperatures=100, n_chains=4, random_state=0, return_st
         ``scorer(estimator, X, y=None)``, for ``scoring=`` of scikit-learn's model
         selection tools.
     """
+    if n_temperatures == "auto" and bias_tolerance is None:
+        raise ValueError("n_temperatures='auto' needs a bias_tolerance to stop at.")
     kw = dict(n_temperatures=n_temperatures, n_chains=n_chains, random_state=random_state, **kwargs)
-    _check_keywords(ais_log_likelihood, kw, "make_ais_scorer")
-    return _HeldOutScorer(ais_log_likelihood, kw, "make_ais_scorer", "n_temperatures",
-                          return_stderr)
+    _check_keywords(ais_log_likelihood, {**kw, "n_temperatures": 2}, "make_ais_scorer")
+    return _HeldOutScorer(
+        ais_log_likelihood, kw, "make_ais_scorer", "n_temperatures", return_stderr,
+        bias_tolerance=bias_tolerance, max_budget=max_temperatures, max_name="max_temperatures",
+        remedy=("Raise n_temperatures (n_temperatures='auto' doubles it until the rise is "
+                "below the tolerance), or score mixture models with "
+                "make_left_to_right_scorer() and ProdLDA with "
+                "make_importance_sampling_scorer()."))
 
 
 @validate_params(
@@ -215,12 +290,12 @@ def make_left_to_right_scorer(*, n_particles=20, n_filters=2, random_state=0,
     """Scorer returning the left-to-right (SMC) held-out per-token log-likelihood.
 
     The recommended scorer for choosing among mixture models (LDAGibbs, AVITM,
-    PAMVI, MoLDA): consistent, nearly unbiased already at a few particles, and
+    PAMVI, MoLDA): consistent, with a small bias already at a few particles, and
     cheaper than fitting. On the grid search of
     ``research/results/scorer_defaults.md`` (1,500 20 Newsgroups posts, K in {5,
     10, 20, 40}) the default picked K = 40 like a 1,000-particle run, within 0.03
-    nats per token of it, in 0.45 s per fold against 0.79 s of fitting. ProdLDA
-    needs :func:`make_ais_scorer`.
+    nats per token of it, in 0.45 s per fold against 0.79 s of fitting. ProdLDA,
+    which has no per-token topics, needs :func:`make_importance_sampling_scorer`.
 
     Parameters
     ----------
@@ -245,6 +320,53 @@ def make_left_to_right_scorer(*, n_particles=20, n_filters=2, random_state=0,
     _check_keywords(left_to_right_log_likelihood, kw, "make_left_to_right_scorer")
     return _HeldOutScorer(left_to_right_log_likelihood, kw, "make_left_to_right_scorer",
                           "n_particles", return_stderr)
+
+
+@validate_params(
+    {
+        "n_samples": [Interval(numbers.Integral, 1, None, closed="left")],
+        "random_state": [None, Interval(numbers.Integral, 0, None, closed="left")],
+        "return_stderr": ["boolean"],
+    },
+    prefer_skip_nested_validation=True,
+)
+def make_importance_sampling_scorer(*, n_samples=64, random_state=0, return_stderr=False,
+                                    **kwargs):
+    """Scorer: held-out per-token log-likelihood by importance sampling from the encoder.
+
+    The recommended scorer for ProdLDA (and the neural models evaluated as
+    trained): each document's latent is sampled from the defensive mixture of the
+    encoder's proposal and the prior (:func:`importance_sampling_log_likelihood`).
+    On 5,000 short posts (K in {5, 10, 20, 40}, one fold) the default 64 samples
+    ranked the candidates like the longest runs measured (256 samples; 1,024 for
+    K = 20 and 40), at 0.4-0.5 times the CPU time of fitting, where the AIS scorer
+    took 32 times (K = 5; the user guide, "Choosing the number of topics"). The log
+    is biased low, by more for larger models: check the ``"bias"`` of
+    ``return_stderr=True``.
+
+    Parameters
+    ----------
+    n_samples : int, default=64
+        Importance samples per document.
+    random_state : int or None, default=0
+        Seed; fixed, so every candidate gets the same random numbers.
+    return_stderr : bool, default=False
+        Return ``{"score": ..., "stderr": ..., "bias": ...}``, the bias being the
+        score's rise from half the samples, at 1.5 times the cost (see
+        :func:`refit_best`).
+    **kwargs : dict
+        Other keyword arguments of :func:`importance_sampling_log_likelihood`,
+        checked now.
+
+    Returns
+    -------
+    scorer : callable
+        ``scorer(estimator, X, y=None)``.
+    """
+    kw = dict(n_samples=n_samples, random_state=random_state, **kwargs)
+    _check_keywords(importance_sampling_log_likelihood, kw, "make_importance_sampling_scorer")
+    return _HeldOutScorer(importance_sampling_log_likelihood, kw,
+                          "make_importance_sampling_scorer", "n_samples", return_stderr)
 
 
 @validate_params(
@@ -316,26 +438,140 @@ def make_coherence_scorer(*, top_n=10, zero_cooccurrence="epsilon"):
     return _CoherenceScorer(top_n, zero_cooccurrence)
 
 
+class _DiversityScorer:
+    def __init__(self, top_n):
+        self.top_n = top_n
+
+    def __call__(self, estimator, X=None, y=None):
+        from ..metrics import topic_diversity
+
+        return float(topic_diversity(final_estimator(estimator), top_n=self.top_n))
+
+    def __repr__(self):
+        return f"make_diversity_scorer(top_n={self.top_n})"
+
+
+@validate_params(
+    {"top_n": [Interval(numbers.Integral, 1, None, closed="left")]},
+    prefer_skip_nested_validation=True,
+)
+def make_diversity_scorer(*, top_n=25):
+    """Scorer: the share of distinct words among the topics' top words (greater is better).
+
+    :func:`sktopics.metrics.topic_diversity` of the fitted model (a Pipeline's last
+    step); the held-out fold is not used. With the likelihood and coherence
+    scorers in one ``scoring`` dict it shows the third side of a choice of K:
+    large models fit held-out text better but repeat their words across topics.
+
+    Parameters
+    ----------
+    top_n : int, default=25
+        Top words per topic.
+
+    Returns
+    -------
+    scorer : callable
+        ``scorer(estimator, X, y=None)``.
+    """
+    return _DiversityScorer(top_n)
+
+
+class _CriteriaScorer:
+    def __init__(self, likelihood, others):
+        self.likelihood = likelihood
+        self.others = others
+
+    def __call__(self, estimator, X, y=None):
+        out = {}
+        if self.likelihood is not None:
+            got = self.likelihood(estimator, X, y)
+            out.update(got if isinstance(got, dict) else {"score": got})
+        for name, scorer in self.others.items():
+            out[name] = float(scorer(estimator, X, y))
+        return out
+
+    def __repr__(self):
+        others = "".join(f", {n}={s!r}" for n, s in self.others.items())
+        return f"make_criteria_scorer({self.likelihood!r}{others})"
+
+
+def make_criteria_scorer(likelihood=None, **others):
+    """One ``scoring`` callable for a search: a likelihood with its errors, and other criteria.
+
+    scikit-learn's multi-metric ``scoring`` dict takes scorers that return one
+    number; a likelihood scorer made with ``return_stderr=True`` returns three. This
+    scorer returns them all in one dict: ``"score"``, ``"stderr"`` and ``"bias"``
+    from ``likelihood`` (``"score"`` alone if it returns a number), and one entry
+    per keyword of ``others`` (e.g. coherence and diversity). Refit with
+    :func:`refit_best` (it ranks by ``"score"``) and draw the criteria against the
+    searched parameter with :class:`~sktopics.inspection.CriteriaDisplay`.
+
+    Parameters
+    ----------
+    likelihood : scorer or None, default=None
+        E.g. ``make_left_to_right_scorer(return_stderr=True)``.
+    **others : scorers
+        Each returns a number, e.g. ``coherence=make_coherence_scorer()``,
+        ``diversity=make_diversity_scorer()``; the keyword names the metric. The
+        names ``"score"``, ``"stderr"`` and ``"bias"`` are the likelihood's.
+
+    Returns
+    -------
+    scorer : callable
+        ``scorer(estimator, X, y=None)`` returning a dict.
+
+    Examples
+    --------
+    >>> from sktopics.model_selection import (make_coherence_scorer, make_criteria_scorer,
+    ...                                       make_diversity_scorer, make_left_to_right_scorer)
+    >>> scoring = make_criteria_scorer(make_left_to_right_scorer(return_stderr=True),
+    ...                                coherence=make_coherence_scorer(),
+    ...                                diversity=make_diversity_scorer())
+    """
+    clash = sorted(set(others) & {"score", "stderr", "bias"})
+    if clash:
+        raise ValueError(f"{clash} name the likelihood's metrics; give the other criteria "
+                         "other names.")
+    for name, scorer in others.items():
+        if not callable(scorer):
+            raise TypeError(f"{name}={scorer!r} is not a scorer (a callable).")
+    if likelihood is None and not others:
+        raise ValueError("make_criteria_scorer needs at least one scorer.")
+    return _CriteriaScorer(likelihood, dict(others))
+
+
+def fold_scores(cv_results, metric):
+    """``(folds, candidates)`` array of the ``split<i>_test_<metric>`` columns, or None."""
+    pattern = re.compile(rf"split(\d+)_test_{re.escape(metric)}")
+    found = sorted((int(m.group(1)), k) for k in cv_results for m in [pattern.fullmatch(k)] if m)
+    if not found:
+        return None
+    return np.stack([np.asarray(cv_results[k], dtype=float) for _, k in found])
+
+
 def check_ranking(cv_results, *, score="score", stderr="stderr", bias="bias", n_sigma=2.0):
     """Whether a search's best candidate is ahead of the next by more than the errors.
 
-    Reads ``mean_test_<score>``, the folds' ``split*_test_<stderr>`` and, when
-    present, ``mean_test_<bias>`` of a fitted search's ``cv_results_`` (a scorer made
-    with ``return_stderr=True``). The Monte Carlo error of a candidate's mean over
-    ``k`` folds is ``sqrt(sum of the folds' stderr^2) / k``; its budget bias is
-    estimated by the rise of its score from half the budget. The best candidate is
-    *settled* when its lead over the next exceeds ``n_sigma`` combined Monte Carlo
-    errors plus the difference of their budget biases (an estimator that is biased
-    low by more for one candidate can reverse a ranking: AIS with few temperatures
-    favours small models). Otherwise a :class:`RankingWarning` says that this
-    budget cannot rank them.
+    Reads a fitted search's ``cv_results_``. With a scorer made with
+    ``return_stderr=True``, the errors are the scorer's own: the Monte Carlo error
+    of a candidate's mean over ``k`` folds is ``sqrt(sum of the folds' stderr^2) /
+    k`` and its budget bias is estimated by the rise of its score from half the
+    budget (``mean_test_<bias>``); the best candidate is *settled* when its lead
+    over the next exceeds ``n_sigma`` combined Monte Carlo errors plus the
+    difference of their budget biases (an estimator biased low by more for one
+    candidate can reverse a ranking: AIS with few temperatures favours small
+    models). With a plain scorer (no ``split*_test_<stderr>``), the error is that
+    of the cross-validation: the standard error of the lead over the folds
+    (the standard deviation of the per-fold differences over ``sqrt(k)``). When
+    the best candidate is not settled a :class:`RankingWarning` says so.
 
     Parameters
     ----------
     cv_results : dict
         ``search.cv_results_``.
     score, stderr, bias : str, default="score", "stderr", "bias"
-        The names of the metrics in ``cv_results``; ``bias`` is optional.
+        The names of the metrics in ``cv_results``; ``stderr`` and ``bias`` are
+        optional.
     n_sigma : float, default=2.0
         How many combined standard errors a lead must exceed.
 
@@ -343,35 +579,86 @@ def check_ranking(cv_results, *, score="score", stderr="stderr", bias="bias", n_
     -------
     report : dict
         ``best`` and ``runner_up`` (indices into ``cv_results["params"]``),
-        ``lead`` (difference of their mean scores), ``error`` (their combined
-        standard error), ``bias_gap`` (difference of their budget biases, 0 when
-        unknown) and ``settled`` (bool).
+        ``lead`` (difference of their mean scores), ``error`` (its standard
+        error), ``error_kind`` (``"Monte Carlo"`` or ``"cross-validation"``),
+        ``bias_gap`` (difference of their budget biases, 0 when unknown) and
+        ``settled`` (bool).
+
+    See Also
+    --------
+    refit_best : the same check as ``GridSearchCV``'s ``refit``.
     """
     means = np.asarray(cv_results[f"mean_test_{score}"], dtype=float)
-    splits = [k for k in cv_results if k.startswith("split") and k.endswith(f"_test_{stderr}")]
-    if not splits:
-        raise KeyError(f"cv_results has no 'split*_test_{stderr}': score with a scorer made "
-                       "with return_stderr=True and refit='score'.")
-    per_fold = np.stack([np.asarray(cv_results[k], dtype=float) for k in splits])
-    error = np.sqrt(np.nansum(per_fold**2, axis=0)) / per_fold.shape[0]
-    biases = np.asarray(cv_results.get(f"mean_test_{bias}", np.zeros_like(means)), dtype=float)
-    order = np.argsort(-means)
+    order = np.argsort(-means, kind="stable")
     if len(order) < 2:
         return {"best": int(order[0]), "runner_up": None, "lead": np.nan, "error": np.nan,
-                "bias_gap": 0.0, "settled": True}
+                "error_kind": None, "bias_gap": 0.0, "settled": True}
     best, runner_up = int(order[0]), int(order[1])
     lead = float(means[best] - means[runner_up])
-    combined = float(np.hypot(error[best], error[runner_up]))
+    per_fold = fold_scores(cv_results, stderr)
+    if per_fold is not None:
+        error = np.sqrt(np.nansum(per_fold**2, axis=0)) / per_fold.shape[0]
+        combined = float(np.hypot(error[best], error[runner_up]))
+        kind = "Monte Carlo"
+    else:
+        per_fold = fold_scores(cv_results, score)
+        if per_fold is None:
+            raise KeyError(f"cv_results has neither 'split*_test_{stderr}' nor "
+                           f"'split*_test_{score}': score with a scorer made with "
+                           "return_stderr=True, or pass a fitted search's cv_results_.")
+        diff = per_fold[:, best] - per_fold[:, runner_up]
+        combined = (float(np.std(diff, ddof=1) / np.sqrt(len(diff))) if len(diff) > 1
+                    else float("nan"))
+        kind = "cross-validation"
+    biases = np.asarray(cv_results.get(f"mean_test_{bias}", np.zeros_like(means)), dtype=float)
     bias_gap = float(np.nan_to_num(abs(biases[best] - biases[runner_up])))
-    settled = bool(lead > n_sigma * combined + bias_gap)
+    settled = bool(lead > n_sigma * np.nan_to_num(combined, nan=np.inf) + bias_gap)
     if not settled:
+        budget = (" plus the difference of their estimated budget biases "
+                  f"({bias_gap:.5f})" if bias_gap else "")
+        remedy = ("raise n_particles / n_temperatures / n_samples, or treat them as "
+                  "equally good" if kind == "Monte Carlo" else
+                  "the folds disagree: treat them as equally good, or score with "
+                  "return_stderr=True to see the estimator's own errors")
         warn(
             f"The best candidate {cv_results['params'][best]} leads the next, "
-            f"{cv_results['params'][runner_up]}, by {lead:.5f} nats per token: not more "
-            f"than {n_sigma:g} Monte Carlo standard errors ({combined:.5f}) plus the "
-            f"difference of their estimated budget biases ({bias_gap:.5f}). This budget "
-            "cannot rank them: raise n_particles / n_temperatures, or treat them as equally "
-            "good.",
+            f"{cv_results['params'][runner_up]}, by {lead:.5f} per token: not more "
+            f"than {n_sigma:g} {kind} standard errors ({combined:.5f}){budget}. This "
+            f"search cannot rank them: {remedy}.",
             RankingWarning)
     return {"best": best, "runner_up": runner_up, "lead": lead, "error": combined,
-            "bias_gap": bias_gap, "settled": settled}
+            "error_kind": kind, "bias_gap": bias_gap, "settled": settled}
+
+
+def refit_best(cv_results):
+    """The best candidate of a search, for ``GridSearchCV(refit=refit_best)``, checked.
+
+    Returns the index of the highest ``mean_test_score`` and issues a
+    :class:`RankingWarning` when its lead over the runner-up is within the errors
+    (:func:`check_ranking` with its defaults): the Monte Carlo errors and budget
+    biases of a scorer made with ``return_stderr=True`` (a multi-metric scoring,
+    whose ``"score"`` it ranks by), else the spread of the lead over the folds.
+    ``GridSearchCV(...).fit`` then says so itself, and refits the best candidate.
+
+    Parameters
+    ----------
+    cv_results : dict
+        The search's ``cv_results_`` (GridSearchCV passes it).
+
+    Returns
+    -------
+    best_index : int
+        The candidate to refit (``search.best_index_``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sktopics.model_selection import refit_best
+    >>> cv_results = {"params": [{"k": 5}, {"k": 10}],
+    ...               "mean_test_score": np.array([-7.10, -7.00]),
+    ...               "split0_test_stderr": np.array([0.001, 0.001]),
+    ...               "split1_test_stderr": np.array([0.001, 0.001])}
+    >>> refit_best(cv_results)
+    1
+    """
+    return check_ranking(cv_results)["best"]

@@ -1,0 +1,223 @@
+"""The criteria of a search (likelihood, coherence, diversity...) against its parameter."""
+
+
+import numpy as np
+
+from ..model_selection._scorers import fold_scores
+from ._common import DisplayMixin
+
+__all__ = ["CriteriaDisplay"]
+
+#: Axis labels of the metrics the sktopics scorers name.
+_LABELS = {
+    "score": "held-out log-likelihood\n(nats per token)",
+    "coherence": "NPMI coherence\n(held-out fold)",
+    "diversity": "topic diversity\n(distinct top words)",
+}
+
+#: What each criterion rewards, for the panels' titles.
+_TITLES = {
+    "score": "held-out likelihood: rewards predicting unseen words",
+    "coherence": "coherence: rewards top words that co-occur in held-out documents",
+    "diversity": "diversity: rewards topics that do not share their top words",
+}
+
+
+class CriteriaDisplay(DisplayMixin):
+    """A search's criteria against one parameter, one panel each, with their errors.
+
+    Each panel draws one metric's mean over the folds against the parameter's
+    values (e.g. the number of topics), with error bars of two standard errors,
+    and marks its best value. A likelihood scored with ``return_stderr=True``
+    (metrics ``"score"``, ``"stderr"``, ``"bias"``) gets its Monte Carlo errors and,
+    as a thin bar above each point, its budget bias (how much more the score may
+    rise with a larger budget); other metrics get the standard error of their mean
+    over the folds. The criteria need not agree: held-out likelihood rewards
+    models that predict unseen words, coherence topics whose top words co-occur,
+    diversity topics that do not share their top words. The picture shows where
+    they part.
+
+    Parameters
+    ----------
+    values : array-like of shape (n_candidates,)
+        The parameter's values, in increasing order.
+    means : dict
+        ``metric -> array (n_candidates,)`` of mean scores (greater is better).
+    errors : dict
+        ``metric -> array (n_candidates,)`` of standard errors (NaN: unknown).
+    biases : dict
+        ``metric -> array (n_candidates,)`` of budget biases (may be empty).
+    param : str
+        The parameter's name, for the x-axis.
+    error_kinds : dict
+        ``metric -> "Monte Carlo"`` or ``"folds"``, for the legend.
+
+    Attributes
+    ----------
+    figure_ : matplotlib Figure
+    ax_ : ndarray of matplotlib Axes
+        One panel per metric, top to bottom.
+    best_ : dict
+        ``metric -> value of the parameter with the best mean``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sktopics.inspection import CriteriaDisplay
+    >>> cv_results = {"params": [{"n_components": k} for k in (5, 10, 20)],
+    ...               "param_n_components": np.array([5, 10, 20]),
+    ...               "mean_test_score": np.array([-7.3, -7.2, -7.15]),
+    ...               "split0_test_score": np.array([-7.3, -7.2, -7.15]),
+    ...               "mean_test_coherence": np.array([0.12, 0.10, 0.07]),
+    ...               "split0_test_coherence": np.array([0.12, 0.10, 0.07])}
+    >>> display = CriteriaDisplay.from_cv_results(cv_results)  # doctest: +SKIP
+    >>> display.best_  # doctest: +SKIP
+    {'score': 20, 'coherence': 5}
+    """
+
+    def __init__(self, values, means, errors, biases, param, error_kinds):
+        self.values = np.asarray(values)
+        self.means = means
+        self.errors = errors
+        self.biases = biases
+        self.param = param
+        self.error_kinds = error_kinds
+        self.best_ = {m: self.values[int(np.nanargmax(v))].item() for m, v in means.items()}
+
+    @classmethod
+    def from_cv_results(cls, cv_results, *, param=None, metrics=None, ax=None):
+        """Read a search's ``cv_results_`` and draw its criteria.
+
+        Parameters
+        ----------
+        cv_results : dict
+            ``search.cv_results_`` of a search over one parameter (other
+            parameters fixed).
+        param : str or None, default=None
+            The searched parameter, as in ``params`` (e.g. ``"n_components"`` or
+            ``"ldagibbs__n_components"``); a name that ends a key also matches.
+            ``None``: the one parameter that varies.
+        metrics : sequence of str or None, default=None
+            The metrics to draw, in order; ``None``: every ``mean_test_*`` except
+            the likelihood's ``stderr`` and ``bias``.
+        ax : sequence of matplotlib Axes or None, default=None
+            One per metric; ``None``: a new figure.
+
+        Returns
+        -------
+        display : CriteriaDisplay
+        """
+        params = cv_results["params"]
+        names = sorted({k for p in params for k in p})
+        varying = [k for k in names if len({repr(p.get(k)) for p in params}) > 1]
+        if param is None:
+            if len(varying) != 1:
+                raise ValueError(f"Pass param=: the parameters that vary are {varying}.")
+            key = varying[0]
+        else:
+            match = [k for k in names if k == param or k.endswith("__" + param)]
+            if len(match) != 1:
+                raise ValueError(f"param={param!r} matches {match or 'none'} of the searched "
+                                 f"parameters {names}.")
+            key = match[0]
+        others = [k for k in varying if k != key]
+        if others:
+            raise ValueError(f"{others} vary too: draw a search over {key!r} alone (or pass "
+                             "the rows of one setting of the others).")
+        if metrics is None:
+            metrics = [k[len("mean_test_"):] for k in cv_results if k.startswith("mean_test_")]
+            metrics = [m for m in metrics if m not in ("stderr", "bias")]
+        values = np.array([p[key] for p in params])
+        order = np.argsort(values, kind="stable")
+        means, errors, biases, kinds = {}, {}, {}, {}
+        for m in metrics:
+            means[m] = np.asarray(cv_results[f"mean_test_{m}"], dtype=float)[order]
+            mc = fold_scores(cv_results, "stderr") if m == "score" else None
+            folds = fold_scores(cv_results, m)
+            if mc is not None:
+                errors[m] = (np.sqrt(np.nansum(mc**2, axis=0)) / mc.shape[0])[order]
+                kinds[m] = "Monte Carlo"
+                if "mean_test_bias" in cv_results:
+                    biases[m] = np.asarray(cv_results["mean_test_bias"], dtype=float)[order]
+            elif folds is not None and folds.shape[0] > 1:
+                errors[m] = (folds.std(0, ddof=1) / np.sqrt(folds.shape[0]))[order]
+                kinds[m] = "folds"
+            else:
+                errors[m] = np.full(len(values), np.nan)
+                kinds[m] = None
+        return cls(values[order], means, errors, biases, key, kinds).plot(ax=ax)
+
+    @classmethod
+    def from_estimator(cls, search, *, param=None, metrics=None, ax=None):
+        """Draw the criteria of a fitted search (``GridSearchCV`` and the like).
+
+        Parameters
+        ----------
+        search : fitted search with ``cv_results_``
+        param, metrics, ax :
+            As in :meth:`from_cv_results`.
+
+        Returns
+        -------
+        display : CriteriaDisplay
+        """
+        if not hasattr(search, "cv_results_"):
+            raise TypeError(f"{type(search).__name__} has no cv_results_: pass a fitted "
+                            "GridSearchCV (or another search).")
+        return cls.from_cv_results(search.cv_results_, param=param, metrics=metrics, ax=ax)
+
+    def plot(self, *, ax=None):
+        """Draw the panels.
+
+        Parameters
+        ----------
+        ax : sequence of matplotlib Axes or None, default=None
+            One per metric.
+
+        Returns
+        -------
+        display : CriteriaDisplay
+            ``self``, with ``figure_`` and ``ax_`` set.
+        """
+        metrics = list(self.means)
+        if ax is None:
+            plt = self._axes_module()
+            figure, axes = plt.subplots(len(metrics), 1, sharex=True,
+                                        figsize=(6, 1.0 + 2.1 * len(metrics)), squeeze=False)
+            axes = axes[:, 0]
+        else:
+            axes = np.atleast_1d(np.asarray(ax, dtype=object))
+            if len(axes) != len(metrics):
+                raise ValueError(f"{len(metrics)} metrics need {len(metrics)} Axes; got "
+                                 f"{len(axes)}.")
+            figure = axes[0].figure
+        x = self.values.astype(float)
+        for panel, m in zip(axes, metrics):
+            err = 2 * np.nan_to_num(self.errors[m])
+            kind = self.error_kinds[m]
+            label = "mean" + ({"Monte Carlo": " +/- 2 Monte Carlo s.e.",
+                               "folds": " +/- 2 s.e. over the folds"}.get(kind, ""))
+            panel.errorbar(x, self.means[m], yerr=err, marker="o", capsize=3, label=label)
+            if m in self.biases:
+                bias = np.nan_to_num(self.biases[m])
+                panel.vlines(x, self.means[m], self.means[m] + bias, color="C3", linewidth=3,
+                             alpha=0.6, label="budget bias (may still rise)")
+            best = int(np.nanargmax(self.means[m]))
+            panel.plot([x[best]], [self.means[m][best]], marker="*", markersize=14, color="C1",
+                       linestyle="none", label=f"best: {self.param.split('__')[-1]} = "
+                                               f"{self.values[best]}")
+            panel.set_ylabel(_LABELS.get(m, m), fontsize=9)
+            if m in _TITLES:
+                panel.set_title(_TITLES[m], fontsize=9, loc="left")
+            panel.legend(fontsize=7, loc="best")
+        if x.min() > 0 and x.max() / x.min() >= 8:
+            axes[-1].set_xscale("log", base=2)
+            axes[-1].set_xticks(x, [str(v) for v in self.values])
+            axes[-1].minorticks_off()
+        axes[-1].set_xlabel(self.param.split("__")[-1])
+        return self._drawn(axes, figure)
+
+    def _axes_module(self):
+        from ._common import check_matplotlib
+
+        return check_matplotlib(type(self).__name__)
