@@ -24,7 +24,10 @@ def data_parallel(group=None, *, timeout=None):
     ``algorithm="parallel"`` the model equals a one-process fit of the concatenated
     corpus, ranks in order); the learned priors and the likelihood trace use global
     sums; every rank ends with the same ``components_``, and ``doc_topic_`` holds the
-    rows of its own documents.
+    rows of its own documents. The neural estimators average their gradients over the
+    ranks at every step and normalise with the global batch's statistics (the global
+    batch is the sum of the ranks' ``batch_size``). ``score`` returns the score of
+    every rank's documents on every rank.
 
     Parameters
     ----------

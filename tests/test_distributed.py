@@ -19,7 +19,7 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
-from sktopics import LDAGibbs, ProdLDA
+from sktopics import PAMVI, LDAGibbs, ProdLDA
 from sktopics.datasets import make_lda_corpus
 from sktopics.distributed import data_parallel
 
@@ -135,11 +135,58 @@ def _score(rank, gibbs):
     return found
 
 
+#: A corpus a neural model learns something from: 600 training documents in two
+#: shares of 300, and 200 held out.
+NEURAL_X, _, _ = make_lda_corpus(n_samples=800, n_features=60, n_components=4, doc_length=50,
+                                 random_state=3)
+NEURAL_TRAIN, NEURAL_TEST = NEURAL_X[:600], NEURAL_X[600:]
+NEURAL_SHARES = [NEURAL_TRAIN[:300], NEURAL_TRAIN[300:]]
+#: The global batch: 100 documents, 50 from each of the two ranks.
+PRODLDA = dict(n_components=4, max_iter=30, batch_size=100, device="cpu", random_state=0)
+PAM = dict(structure=(2, 4), max_iter=5, batch_size=100, device="cpu", random_state=0)
+
+
+#: A batch of 12 rows, 5 on rank 0 and 7 on rank 1, and the weights of a loss on it.
+NORM_X = torch.randn(12, 3, generator=torch.Generator().manual_seed(0)) * 3 + 1
+NORM_W = torch.randn(12, 3, generator=torch.Generator().manual_seed(1))
+
+
+def _normalise(x, collective=None):
+    from sktopics._neural._modules import TFBatchNorm
+
+    norm = TFBatchNorm(3, momentum=0.1).train()
+    norm.bias.data = torch.tensor([0.5, -1.0, 2.0])
+    norm.collective = collective
+    x = x.clone().requires_grad_(True)
+    y = norm(x)
+    return norm, x, y
+
+
+def _batch_norm(rank):
+    rows = slice(0, 5) if rank == 0 else slice(5, 12)
+    with data_parallel() as collective:
+        norm, x, y = _normalise(NORM_X[rows], collective)
+        (y * NORM_W[rows]).sum().backward()
+    return {"y": y.detach(), "x_grad": x.grad, "bias_grad": norm.bias.grad,
+            "running": (norm.running_mean, norm.running_var)}
+
+
+def _neural(rank):
+    """Neural models trained over the two ranks' shares, half the batch on each."""
+    with data_parallel():
+        prodlda = ProdLDA(**{**PRODLDA, "batch_size": 50}).fit(NEURAL_SHARES[rank])
+        background = ProdLDA(**{**PRODLDA, "batch_size": 50, "max_iter": 2,
+                                "word_background": True}).fit(NEURAL_SHARES[rank])
+        pam = PAMVI(**{**PAM, "batch_size": 50}).fit(NEURAL_SHARES[rank])
+    return {"prodlda": prodlda, "background": background, "pam": pam}
+
+
 def _core(rank):
     """The scenarios that succeed, in one group (starting processes takes seconds)."""
     fit = _fit(rank)
     return {"fit": fit, "partial_fit": _partial_fit(rank), "misuse": _misuse(rank),
-            "score": _score(rank, fit["model"])}
+            "score": _score(rank, fit["model"]), "neural": _neural(rank),
+            "batch_norm": _batch_norm(rank)}
 
 
 SCENARIOS = {"core": _core, "rank_dies": _rank_dies}
@@ -206,6 +253,47 @@ def test_score_is_the_one_process_score_of_the_concatenated_documents(core):
     tokens = [float(share.sum()) for share in SHARES]
     naive = sum(gibbs.score(share) * n for share, n in zip(SHARES, tokens)) / sum(tokens)
     assert naive != pytest.approx(expected, rel=1e-9)
+
+
+def test_batch_norm_uses_the_statistics_of_the_global_batch(core):
+    """Two ranks holding 5 and 7 rows of a batch: outputs, input gradients, running
+    averages as one batch norm over the 12 rows; the shift's gradient summed."""
+    results = [r["batch_norm"] for r in core]
+    norm, x, y = _normalise(NORM_X)
+    (y * NORM_W).sum().backward()
+    atol = 1e-5
+    torch.testing.assert_close(torch.cat([r["y"] for r in results]), y.detach(), atol=atol,
+                               rtol=1e-5)
+    torch.testing.assert_close(torch.cat([r["x_grad"] for r in results]), x.grad, atol=atol,
+                               rtol=1e-5)
+    torch.testing.assert_close(results[0]["bias_grad"] + results[1]["bias_grad"],
+                               norm.bias.grad, atol=atol, rtol=1e-5)
+    for r in results:
+        torch.testing.assert_close(r["running"][0], norm.running_mean, atol=atol, rtol=1e-5)
+        torch.testing.assert_close(r["running"][1], norm.running_var, atol=atol, rtol=1e-5)
+    # the ranks' own statistics would normalise differently
+    _, _, alone = _normalise(NORM_X[:5])
+    assert not torch.allclose(alone.detach(), y.detach()[:5], atol=1e-3)
+
+
+def test_neural_models_train_one_model_over_the_ranks(core):
+    results = [r["neural"] for r in core]
+    # every rank holds the same model: the same initial weights, averaged gradients
+    # and synchronised batch-norm statistics
+    for name in ("prodlda", "background", "pam"):
+        np.testing.assert_array_equal(results[0][name].components_,
+                                      results[1][name].components_)
+    # the word background counts every rank's documents
+    single = ProdLDA(**{**PRODLDA, "max_iter": 2, "word_background": True}).fit(NEURAL_TRAIN)
+    np.testing.assert_allclose(results[0]["background"]._background, single._background,
+                               rtol=1e-12)
+    # as good as one process with the same global batch on held-out documents
+    parallel = results[0]["prodlda"].score(NEURAL_TEST)
+    alone = ProdLDA(**PRODLDA).fit(NEURAL_TRAIN).score(NEURAL_TEST)
+    untrained = np.log(1 / NEURAL_X.shape[1])  # uniform words
+    assert parallel > untrained + 0.1
+    assert abs(parallel - alone) <= 0.02 * abs(alone)
+    assert results[0]["pam"].n_train_documents_ == 600
 
 
 def test_a_rank_that_dies_does_not_hang_the_others(tmp_path):

@@ -3,10 +3,12 @@
 import numpy as np
 import torch
 
+from ..utils._distributed import current_collective
 from ..utils._torch import csr_to_dense_tensor, device_budget
 from ._sparse import ColumnMajor, SparseRows
 
-__all__ = ["CSRDataset", "CSRBatchIterator", "DeviceCSR", "natural_batches"]
+__all__ = ["CSRDataset", "CSRBatchIterator", "DeviceCSR", "corpus_word_counts",
+           "natural_batches"]
 
 #: float32 elements of device memory the non-zero values of a corpus may take (free
 #: memory permitting, see :func:`~sktopics.utils._torch.device_budget`) before they
@@ -213,3 +215,14 @@ def natural_batches(n, size, sampling, limit=None):
     else:
         return -(-n // size)
     return count if limit is None else min(count, limit)
+
+
+def corpus_word_counts(X):
+    """Each word's count over the training documents, as float64: in a data-parallel
+    fit, over every rank's documents (for data-dependent initial values that must be
+    the same on every rank)."""
+    counts = np.asarray(X.sum(axis=0), dtype=np.float64).ravel()
+    collective = current_collective()
+    if collective is not None:
+        counts = collective.sum_(torch.from_numpy(counts)).numpy()
+    return counts

@@ -72,6 +72,7 @@ class NeuralTopicModel(BaseTopicModel):
     }
 
     _partial_fit_options = {"epochs": 1}
+    _data_parallel = True
     _fit_step = "epoch"
 
     #: Named parameter sets of :meth:`from_preset` (subclasses fill it in).
@@ -136,13 +137,16 @@ class NeuralTopicModel(BaseTopicModel):
             norms = [(m, m.use_running_stats) for m in net.module_.modules()
                      if isinstance(m, TFBatchNorm)]
             _set_frozen_batch_norm(net.module_, False)
-            self._configure_module(net.module_, n_train_documents=train.shape[0])
             collective = current_collective()
+            n_train = train.shape[0] if collective is None else collective.sum(train.shape[0])
+            self._configure_module(net.module_, n_train_documents=n_train)
             if collective is not None and not warm:
                 # The same initial weights on every rank (above), then each rank's own
                 # dropout and reparameterisation noise.
                 seed_generators(seed * 1_000_003 + collective.rank, self.device_)
             net.collective = collective
+            for norm, _ in norms:  # batch statistics over the global batch
+                norm.collective = collective
             net.iterator_train__n_batches = (None if collective is None else
                                              _steps_per_epoch(train.shape[0], self, collective))
             first = len(net.history)
@@ -164,6 +168,8 @@ class NeuralTopicModel(BaseTopicModel):
                 finally:
                     net.train_split = None  # keeps validation data out of pickles
                     net.collective = None
+                    for norm, _ in norms:
+                        norm.collective = None
                     monitor.prepare(None, None, None, None)
                 if stop is not None and stop.presses > 1:
                     # skorch swallowed the second Ctrl-C half-way through an epoch.

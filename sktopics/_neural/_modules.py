@@ -49,7 +49,14 @@ class TFBatchNorm(nn.Module):
     (during fit, in training and validation alike, like the original graph) and the
     stored statistics once the estimator has frozen them at the end of fit, so that
     single documents are handled correctly at inference.
+
+    In a data-parallel fit the estimator sets ``collective``: training batches are
+    then normalised with the statistics of every rank's batch together (the global
+    batch), as ``SyncBatchNorm`` does.
     """
+
+    #: The process group of a data-parallel fit, or None.
+    collective = None
 
     def __init__(self, num_features, eps=1e-3, momentum=1e-3):
         super().__init__()
@@ -76,6 +83,9 @@ class TFBatchNorm(nn.Module):
         # shift is added outside it: with ``weight=None`` the CUDA kernel's backward
         # returns an empty gradient for ``bias``, which autograd rejects.
         update = self.training and self.momentum > 0 and self._accumulator is None
+        if (self.training and self._accumulator is None and self.collective is not None
+                and self.collective.world_size > 1):
+            return self._synchronised(x)
         return F.batch_norm(
             x,
             self.running_mean if (frozen or update) else None,
@@ -84,6 +94,24 @@ class TFBatchNorm(nn.Module):
             momentum=self.momentum,
             eps=self.eps,
         ) + self.bias
+
+    def _synchronised(self, x):
+        """Normalise with the global batch's statistics; the gradient flows through
+        the sums to every rank's documents."""
+        n_features = x.shape[1]
+        local = torch.cat([x.sum(0, dtype=torch.float64), (x * x).sum(0, dtype=torch.float64),
+                           x.new_full((1,), x.shape[0], dtype=torch.float64)])
+        total = self.collective.sum_autograd(local)
+        count = total[-1]
+        mean = total[:n_features] / count
+        var = (total[n_features:2 * n_features] / count - mean * mean).clamp_min(0.0)
+        if self.momentum > 0:
+            with torch.no_grad():  # running averages as F.batch_norm keeps them
+                unbiased = var * count / (count - 1).clamp_min(1.0)
+                self.running_mean.lerp_(mean.to(self.running_mean.dtype), self.momentum)
+                self.running_var.lerp_(unbiased.to(self.running_var.dtype), self.momentum)
+        scale = torch.rsqrt(var + self.eps)
+        return ((x - mean.to(x.dtype)) * scale.to(x.dtype)) + self.bias
 
     # Exact statistics over a whole data set, accumulated batch by batch.
     def start_accumulating(self):

@@ -17,8 +17,10 @@ from .._generative_pam import (
     PAMMixtureLikelihood,
     pam_laplace_prior,
 )
+from ..utils._distributed import current_collective
 from ..utils._sklearn_compat import Interval, StrOptions, check_is_fitted
 from ..utils._torch import evaluation_mode
+from ._data import corpus_word_counts
 from ._estimator import NeuralTopicModel
 from ._pam_modules import LOGVAR_NORMS, PAMVAE, StructuredEncoder
 from ._pam_proposal import PAMEncoderProposal
@@ -107,6 +109,10 @@ class PAMTopicModel(NeuralTopicModel):
                 numer[level] += np.einsum("d,ds,dsc->sc", weight, reach, probs)
                 denom[level] += weight @ reach
                 reach = marginals[level]
+        collective = current_collective()
+        if collective is not None:  # over every rank's training documents
+            numer = [collective.sum_(torch.from_numpy(a)).numpy() for a in numer]
+            denom = [collective.sum_(torch.from_numpy(a)).numpy() for a in denom]
         weights = []
         for level, mask in enumerate(structure.masks):
             with np.errstate(invalid="ignore", divide="ignore"):
@@ -258,6 +264,6 @@ def initial_word_shift(X, shift_init):
     """
     if shift_init == "zeros":
         return None
-    counts = np.asarray(X.sum(axis=0), dtype=np.float64).ravel() + 1.0
+    counts = corpus_word_counts(X) + 1.0
     shift = np.log(counts / counts.sum())
     return shift - shift.mean()

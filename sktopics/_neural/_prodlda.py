@@ -5,6 +5,7 @@ import torch
 
 from .._generative import ProductOfExpertsLikelihood
 from ..utils._docstring import fill_doc
+from ._data import corpus_word_counts
 from ._docs import (
     COUNT_POLICY,
     ENCODER_AND_TRAINING,
@@ -190,7 +191,7 @@ class ProdLDA(NeuralTopicModel):
 
     def _fit(self, X, seed, *, warm, **options):
         if self.word_background and not (warm and hasattr(self, "net_")):
-            frequencies = np.asarray(X.sum(axis=0), dtype=np.float64).ravel() + 1.0
+            frequencies = corpus_word_counts(X) + 1.0
             self._background = np.log(frequencies / frequencies.sum())
         return super()._fit(X, seed, warm=warm, **options)
 

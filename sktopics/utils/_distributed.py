@@ -102,6 +102,14 @@ class Collective:
         """Elementwise maximum over the ranks, in place; returns it."""
         return self._reduce(tensor, self._dist.ReduceOp.MAX)
 
+    def sum_autograd(self, tensor):
+        """The sum of ``tensor`` over the ranks, as a new tensor that autograd sees
+        through: its gradient is the sum of every rank's gradient (for statistics
+        that enter each rank's loss, such as synchronised batch-norm moments)."""
+        if self.world_size == 1:
+            return tensor
+        return _SumOverRanks.apply(tensor, self)
+
     def sum(self, value):
         """The sum of a Python number over the ranks (a float, or an int for ints)."""
         dtype = torch.int64 if isinstance(value, (int, np.integer)) else torch.float64
@@ -155,6 +163,19 @@ class Collective:
             ranks = ("rank " if len(differ) == 1 else "ranks ") + ", ".join(differ)
             raise ValueError(f"Data-parallel input refused: {what} differs on {ranks} from "
                              "rank 0's.")
+
+
+class _SumOverRanks(torch.autograd.Function):
+    """All-reduce (sum) forward and backward, under the collective's timeout."""
+
+    @staticmethod
+    def forward(ctx, tensor, collective):
+        ctx.collective = collective
+        return collective.sum_(tensor.detach().clone())
+
+    @staticmethod
+    def backward(ctx, grad):
+        return ctx.collective.sum_(grad.detach().clone()), None
 
 
 def _failed(collective, exc):
