@@ -2,6 +2,7 @@
 
 import ast
 import importlib
+import importlib.util
 import io
 import re
 import subprocess
@@ -261,3 +262,15 @@ def test_every_cited_result_file_exists():
             if not list(target.parent.glob(target.name)):
                 missing.add((str(path.relative_to(ROOT)), ref))
     assert not missing, sorted(missing)
+
+
+@pytest.mark.parametrize("module", ["sktopics", "sktopics.model_selection", "sktopics.metrics",
+                                    "sktopics.inspection", "sktopics.datasets",
+                                    "sktopics.distributed", "sktopics.utils", "sktopics.pam"])
+def test_every_public_name_is_in_the_api_reference(module):
+    listed = set(re.findall(r"^   (\w+)$", (PACKAGE.parent / "docs" / "api.rst").read_text(),
+                            flags=re.M))
+    public = importlib.import_module(module).__all__
+    missing = sorted(name for name in public if name not in listed and not name.startswith("__")
+                     and not importlib.util.find_spec(f"{module}.{name}"))
+    assert not missing, f"{module}: {missing} not in docs/api.rst"
