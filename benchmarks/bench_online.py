@@ -1,7 +1,9 @@
 """Online training over shards against one fit on the concatenation.
 
 ``ShardedCorpus.partial_fit(model, n_passes=P)`` over the AVITM 20 Newsgroups training
-set cut into 5 shards, against ``fit`` on the whole training set with as many sweeps
+set cut into 5 shards, both random shards (the documents shuffled first) and shards
+in the corpus's own order (grouped by newsgroup), against ``fit`` on the whole
+training set with as many sweeps
 (LDAGibbs, K = 50: ``max_iter=P``) or epochs (ProdLDA, K = 50), three seeds each, in
 one process, one torch thread: held-out perplexity on the 20NG test set (the models'
 own ``perplexity``), held-out NPMI of the top 10 words, the learned priors (LDAGibbs)
@@ -25,7 +27,7 @@ import numpy as np
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import default_data_home, machine, markdown_table, write_results  # noqa: E402
+from _common import MachineLoad, default_data_home, machine, markdown_table, write_results  # noqa: E402,E501
 
 from sktopics import LDAGibbs, ProdLDA  # noqa: E402
 from sktopics.datasets import ShardedCorpus, load_20news_avitm, make_lda_corpus  # noqa: E402
@@ -70,6 +72,10 @@ def _first_shard_words(seeds):
     return ratios
 
 
+SHARDINGS = {"fit": "fit", "random": "5 random shards, partial_fit",
+             "ordered": "5 shards in corpus order, partial_fit"}
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--passes", type=int, default=200, help="LDAGibbs sweeps / passes")
@@ -82,41 +88,56 @@ def main():
     train = load_20news_avitm(args.data_home, subset="train").data
     test = load_20news_avitm(args.data_home, subset="test").data
     bounds = np.linspace(0, train.shape[0], 6).astype(int)
-    folder = tempfile.mkdtemp()
-    shards = ShardedCorpus.write((train[a:b] for a, b in zip(bounds, bounds[1:])), folder)
+    # The training set comes grouped by newsgroup: contiguous shards are samples of a
+    # few groups each, random shards samples of the whole corpus.
+    shuffled = train[np.random.default_rng(0).permutation(train.shape[0])]
+    shards = {name: ShardedCorpus.write((X[a:b] for a, b in zip(bounds, bounds[1:])),
+                                        tempfile.mkdtemp())
+              for name, X in (("random", shuffled), ("ordered", train))}
 
     runs = []
+    load = MachineLoad().__enter__()
     for seed in seeds:
-        for streamed in (False, True):
+        for training in SHARDINGS:
+            corpus = shards.get(training)
             gibbs = LDAGibbs(50, max_iter=args.passes, device="cpu", random_state=seed)
-            runs.append({"model": "LDAGibbs", "seed": seed, "streamed": streamed,
-                         **_measure(gibbs, train, shards, test, streamed, args.passes)})
+            runs.append({"model": "LDAGibbs", "seed": seed, "training": training,
+                         **_measure(gibbs, train, corpus, test, corpus is not None,
+                                    args.passes)})
             neural = ProdLDA(50, max_iter=args.epochs, device="cpu", random_state=seed)
-            runs.append({"model": "ProdLDA", "seed": seed, "streamed": streamed,
-                         **_measure(neural, train, shards, test, streamed, args.epochs)})
+            runs.append({"model": "ProdLDA", "seed": seed, "training": training,
+                         **_measure(neural, train, corpus, test, corpus is not None,
+                                    args.epochs)})
             print(runs[-2], runs[-1], flush=True)
     ratios = _first_shard_words(seeds)
+    load.__exit__(None, None, None)
 
-    table = []
+    table, gaps = [], {}
     for model in ("LDAGibbs", "ProdLDA"):
-        for streamed in (False, True):
-            rows = [r for r in runs if r["model"] == model and r["streamed"] == streamed]
-            row = {"model": model, "training": "5 shards, partial_fit" if streamed else "fit"}
+        for training, label in SHARDINGS.items():
+            rows = [r for r in runs if r["model"] == model and r["training"] == training]
+            row = {"model": model, "training": label}
             for key in ("perplexity", "npmi", "seconds", "alpha_sum", "beta"):
                 if key in rows[0]:
                     median, low, high = _summary(rows, key)
                     row[key] = f"{median:.4g} ({low:.4g}-{high:.4g})"
             table.append(row)
-    gaps = {model: statistics.median(
-        s["perplexity"] / f["perplexity"] - 1
-        for f, s in zip([r for r in runs if r["model"] == model and not r["streamed"]],
-                        [r for r in runs if r["model"] == model and r["streamed"]]))
-        for model in ("LDAGibbs", "ProdLDA")}
+            if training != "fit":
+                fits = [r for r in runs if r["model"] == model and r["training"] == "fit"]
+                gaps[f"{model}, {training} shards"] = statistics.median(
+                    s["perplexity"] / f["perplexity"] - 1 for f, s in zip(fits, rows))
+    info = machine()
+    commit = info.get("git_commit") or "unknown"
+    if info.get("package_modified"):
+        commit += " with uncommitted changes to the package"
     lines = ["# Online training over shards against one fit", "",
-             f"Machine: {machine()['cpu']}, one torch thread. AVITM 20 Newsgroups (11,258 "
+             f"Commit {commit}. {load.sentence()}", "",
+             f"Machine: {info['cpu']}, one torch thread. AVITM 20 Newsgroups (11,258 "
              f"training documents in 5 shards, 7,487 test documents), K = 50; LDAGibbs "
              f"{args.passes} sweeps or passes, ProdLDA {args.epochs} epochs or passes; "
-             f"seeds {args.seeds}: median (min-max).", "",
+             f"seeds {args.seeds}: median (min-max). The training set comes grouped by "
+             "newsgroup: shards cut in corpus order hold a few newsgroups each, random "
+             "shards (the documents shuffled first) are samples of the whole corpus.", "",
              markdown_table(table, ["model", "training", "perplexity", "npmi", "seconds",
                                     "alpha_sum", "beta"]),
              "Held-out perplexity of the streamed fit over the full fit's (median of the "
@@ -126,8 +147,9 @@ def main():
              "only in the first of 4 shards: their mass in the topics after one pass of "
              "partial_fit, over a 200-sweep fit's: "
              + ", ".join(f"{r:.3f}" for r in ratios) + " (goal: at least 0.5).", ""]
-    write_results("online", {"machine": machine(), "args": vars(args), "runs": runs,
-                             "perplexity_gap": gaps, "first_shard_mass_ratio": ratios},
+    write_results("online", {"machine": info, "load": load.summary(), "args": vars(args),
+                             "runs": runs, "perplexity_gap": gaps,
+                             "first_shard_mass_ratio": ratios},
                   "\n".join(lines) + "\n")
 
 

@@ -16,7 +16,9 @@ Two sections, each case in a fresh process, peak resident memory sampled by
     LDAGibbs and ProdLDA (K = 20) fitted on 5,000 of them. The goal: the rise of the
     peak is at most 1.5 times the CSR matrix plus the output.
 
-Writes ``benchmarks/results/streaming.{json,md}``::
+Writes ``benchmarks/results/streaming.{json,md}``; a section not run keeps its rows
+from the previous results file, each section with the commit and machine load it
+ran at::
 
     python benchmarks/bench_streaming.py [--chunks 4,40] [--sections stream,evaluation]
 """
@@ -28,7 +30,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import machine, markdown_table, write_results  # noqa: E402
+from _common import RESULTS, MachineLoad, machine, markdown_table, write_results  # noqa: E402
 
 CHILD = r'''
 import gc, json, sys, time
@@ -90,41 +92,82 @@ def _run(*args, env=None):
     return row
 
 
+def _previous():
+    """The previous results, so that a section not run now keeps its rows."""
+    try:
+        with open(os.path.join(RESULTS, "streaming.json")) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return {}
+
+
+def _ran_at(section):
+    """Where a section's rows come from: its commit and the machine's load."""
+    commit = section["machine"].get("git_commit") or "unknown"
+    if section["machine"].get("package_modified"):
+        commit += " with uncommitted changes to the package"
+    load = section.get("load_sentence", "The machine's load was not recorded.")
+    return f"Commit {commit}. {load}"
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--chunks", default="4,40", help="numbers of 50,000-document chunks")
     p.add_argument("--sections", default="stream,evaluation")
     args = p.parse_args()
     sections = args.sections.split(",")
-    payload = {"machine": machine(), "stream": [], "evaluation": []}
+    info = machine()
+    payload = {"machine": info}
+    previous = _previous()
+    for name in ("stream", "evaluation"):
+        if name not in sections:
+            old = previous.get(name)
+            if isinstance(old, dict):
+                payload[name] = old
+            elif old:  # an older file: rows only, at the file's commit
+                payload[name] = {"rows": old, "machine": previous["machine"]}
+                if name == "stream":
+                    payload[name]["growth"] = previous.get("stream_growth", {})
+            continue
+        with MachineLoad() as load:
+            if name == "stream":
+                rows, growth = [], {}
+                for allocator, env in ALLOCATORS.items():
+                    runs = [{"allocator": allocator, **_run("stream", n, env=env)}
+                            for n in map(int, args.chunks.split(","))]
+                    growth[allocator] = runs[-1]["peak_rise_mb"] / runs[0]["peak_rise_mb"] - 1
+                    rows += runs
+                result = {"rows": rows, "growth": growth}
+            else:
+                result = {"rows": [_run("evaluation", model, call)
+                                   for model in ("LDAGibbs", "ProdLDA")
+                                   for call in ("transform", "score")]}
+        payload[name] = {**result, "machine": info, "load": load.summary(),
+                         "load_sentence": load.sentence()}
+
     lines = ["# Peak memory of streaming training and of evaluation", "",
-             f"Machine: {payload['machine']['cpu']}, one torch thread; each case in a fresh "
+             f"Machine: {info['cpu']}, one torch thread; each case in a fresh "
              "process; the rise of the peak resident memory above the start, sampled every "
              "5 ms. Synthetic LDA corpora (K = 20, 2,000 words).", ""]
-    if "stream" in sections:
+    stream = payload.get("stream")
+    if stream:
+        rows = stream["rows"]
         lines += ["## ProdLDA partial_fit, one epoch per 50,000-document chunk (50 tokens each)",
-                  ""]
-        rows, growth = [], {}
-        for allocator, env in ALLOCATORS.items():
-            runs = [{"allocator": allocator, **_run("stream", n, env=env)}
-                    for n in map(int, args.chunks.split(","))]
-            growth[allocator] = runs[-1]["peak_rise_mb"] / runs[0]["peak_rise_mb"] - 1
-            rows += runs
-        payload["stream"], payload["stream_growth"] = rows, growth
-        lines += [markdown_table(rows, ["allocator", "n_chunks", "n_docs", "seconds",
+                  "", _ran_at(stream), "",
+                  markdown_table(rows, ["allocator", "n_chunks", "n_docs", "seconds",
                                         "peak_rise_mb"]),
                   f"Growth of the peak from {rows[0]['n_chunks']} to {rows[-1]['n_chunks']} "
                   "chunks (goal: within 10 %): "
-                  + ", ".join(f"{a} {100 * g:+.1f} %" for a, g in growth.items()) + ".", ""]
-    if "evaluation" in sections:
-        rows = [_run("evaluation", name, call) for name in ("LDAGibbs", "ProdLDA")
-                for call in ("transform", "score")]
-        payload["evaluation"] = rows
+                  + ", ".join(f"{a} {100 * g:+.1f} %" for a, g in stream["growth"].items())
+                  + ".", ""]
+    evaluation = payload.get("evaluation")
+    if evaluation:
         lines += ["## transform and score of 100,000 documents (80 tokens each)", "",
+                  _ran_at(evaluation), "",
                   "`ratio`: the rise of the peak over the CSR matrix plus the output "
                   "(goal: at most 1.5).", "",
-                  markdown_table(rows, ["model", "call", "seconds", "csr_mb", "output_mb",
-                                        "peak_rise_mb", "ratio"])]
+                  markdown_table(evaluation["rows"], ["model", "call", "seconds", "csr_mb",
+                                                      "output_mb", "peak_rise_mb", "ratio"])]
     write_results("streaming", payload, "\n".join(lines) + "\n")
 
 
