@@ -22,6 +22,7 @@ import torch.multiprocessing as mp
 from sktopics import PAMVI, LDAGibbs, ProdLDA
 from sktopics.datasets import make_lda_corpus
 from sktopics.distributed import data_parallel
+from sktopics.model_selection import left_to_right_log_likelihood
 
 pytestmark = pytest.mark.skipif(not dist.is_available() or not dist.is_gloo_available(),
                                 reason="needs torch.distributed with gloo")
@@ -132,6 +133,10 @@ def _score(rank, gibbs):
             other.score(SHARES[rank])
         except ValueError as exc:
             found["other_models"] = str(exc)
+        try:
+            left_to_right_log_likelihood(gibbs, SHARES[rank], n_particles=4)
+        except ValueError as exc:
+            found["model_selection"] = str(exc)
     return found
 
 
@@ -248,6 +253,7 @@ def test_score_is_the_one_process_score_of_the_concatenated_documents(core):
         # the encoder-proposal importance sampler of a neural model, too
         assert found["prodlda_score"] == pytest.approx(found["prodlda"].score(X), rel=1e-6)
         assert "rank 1" in found["other_models"] and "model" in found["other_models"]
+        assert "outside" in found["model_selection"]
     # without each rank numbering its documents from its offset, rank 1 would draw the
     # random numbers of rank 0's documents and the combined estimate would differ
     tokens = [float(share.sum()) for share in SHARES]

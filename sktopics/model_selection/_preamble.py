@@ -14,6 +14,7 @@ import torch
 
 from .._evaluation._views import check_eval_counts, generative_view, latent_of
 from .._random import root_key
+from ..utils._distributed import current_collective
 from ..utils._pipeline import split_pipeline
 from ..utils._torch import resolve_device
 
@@ -80,7 +81,18 @@ def evaluated_model(estimator, dirichlet_approximation=True):
 
 
 def held_out_counts(X, n_features, owner, *, integer=True):
-    """``(X, lengths)``: the counts checked over ``n_features`` words, and tokens per document."""
+    """``(X, lengths)``: the counts checked over ``n_features`` words, and tokens per document.
+
+    Refused inside :func:`sktopics.distributed.data_parallel`: these evaluators see the
+    documents of one process, and would return each rank's own estimate, not the
+    corpus's.
+    """
+    if current_collective() is not None:
+        raise ValueError(
+            f"{owner} evaluates the documents of one process: call it outside "
+            "sktopics.distributed.data_parallel() (on one rank, or gather the documents "
+            "first); inside it, an estimator's score() gives the score of every rank's "
+            "documents.")
     X = check_eval_counts(X, n_features, integer=integer, owner=owner)
     return X, np.asarray(X.sum(1)).ravel()
 
