@@ -181,3 +181,14 @@ def test_document_completion_does_not_depend_on_chunks(monkeypatch):
     monkeypatch.setattr(smc_mod, "_CACHE_ELEMENTS", 1)
     second = document_completion_log_likelihood(A, X, n_particles=5, random_state=0)
     np.testing.assert_allclose(first.per_document, second.per_document, rtol=0, atol=1e-12)
+
+
+def test_the_tail_is_solved_on_the_cpu_only():
+    # one Jacobi iteration per host round trip: off the CPU the lock-step loop runs
+    # every position (no per-iteration synchronisation)
+    n_active = [200] * 10 + [30] * 50 + [3] * 400
+    on_cpu = tail_mod.tail_start(n_active, 20)
+    assert 0 < on_cpu < len(n_active)
+    assert tail_mod.tail_start(n_active, 20, device=torch.device("cpu")) == on_cpu
+    for device in ("cuda", "cuda:0", "mps", torch.device("meta")):
+        assert tail_mod.tail_start(n_active, 20, device=device) == len(n_active)

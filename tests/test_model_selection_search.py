@@ -53,19 +53,37 @@ matplotlib.use("Agg")
 # --------------------------------------------------------------------------- the AIS budget
 
 
-def test_the_ais_scorer_warns_once_when_its_budget_is_biased():
+def test_the_ais_scorer_warns_at_every_call_whose_budget_is_biased():
     # from 1 to 2 temperatures the score rises by 0.13-0.29 nats per token (8 seeds),
     # from 100 to 200 by less than 0.005 on this corpus
     X = corpus(40, seed=2)
     model = (np.random.default_rng(0).dirichlet(np.ones(X.shape[1]), 3), 0.5)
     scorer = make_ais_scorer(n_temperatures=2)
-    with pytest.warns(RankingWarning, match="bias_tolerance=0.01.*make_left_to_right_scorer"):
-        scorer(model, X)
+    for _ in range(2):  # a scorer reused (a second search) is not silenced
+        with pytest.warns(RankingWarning, match="bias_tolerance=0.01.*make_left_to_right_scorer"):
+            scorer(model, X)
+    with pytest.warns(RankingWarning, match="cannot be checked"):
+        make_ais_scorer(n_temperatures=1)(model, X)
     with warnings.catch_warnings():
         warnings.simplefilter("error", RankingWarning)
-        scorer(model, X)  # said once per scorer
         make_ais_scorer(n_temperatures=200, n_chains=8)(model, X)
         make_ais_scorer(n_temperatures=2, bias_tolerance=None)(model, X)
+        make_ais_scorer(n_temperatures=1, bias_tolerance=None)(model, X)
+
+
+def test_the_budget_warning_reaches_the_caller_of_a_parallel_search():
+    # scoring in worker processes: their warnings do not reach this process, the
+    # refit's check of the recorded biases does (1 -> 2 temperatures: rises of 0.1 and more)
+    X = corpus(40, seed=2)
+    scorer = make_ais_scorer(n_temperatures=2, n_chains=2, return_stderr=True)
+    for _ in range(2):
+        search = GridSearchCV(LDAGibbs(max_iter=5, device=TEST_DEVICE, random_state=0),
+                              {"n_components": [2, 3]}, cv=2, scoring=scorer,
+                              refit=refit_best, n_jobs=2)
+        with pytest.warns(RankingWarning, match="budget checks of 2 of 2 candidates"):
+            search.fit(X)
+        np.testing.assert_array_equal(search.cv_results_["mean_test_bias_tolerance"], 0.01)
+        np.testing.assert_array_equal(search.cv_results_["mean_test_budget"], 2)
 
 
 class _Result:
@@ -84,9 +102,11 @@ def test_auto_temperatures_double_until_the_rise_is_below_the_tolerance():
     scorer = _HeldOutScorer(run, {"n_temperatures": "auto"}, "ais", "n_temperatures",
                             return_stderr=True, bias_tolerance=1 / 300, max_budget=10**6)
     got = scorer._score(lambda **kw: run(**kw))
-    assert budgets == [AUTO_START // 2, AUTO_START, 2 * AUTO_START, 4 * AUTO_START,
-                       8 * AUTO_START]
+    assert budgets == [AUTO_START // 2, AUTO_START // 4, AUTO_START, 2 * AUTO_START,
+                       4 * AUTO_START, 8 * AUTO_START]
     assert got["bias"] == pytest.approx(1 / 400) and got["score"] == pytest.approx(-1 / 400)
+    # the rise one halving earlier, and the budget that was used
+    assert got["bias_half"] == pytest.approx(1 / 200) and got["budget"] == 8 * AUTO_START
     budgets.clear()
     capped = _HeldOutScorer(run, {"n_temperatures": "auto"}, "ais", "n_temperatures",
                             bias_tolerance=1e-9, max_budget=4 * AUTO_START)
@@ -98,9 +118,16 @@ def test_auto_temperatures_double_until_the_rise_is_below_the_tolerance():
 def test_auto_temperatures_in_a_real_scorer():
     X = corpus(30, seed=4)
     model = (np.random.default_rng(1).dirichlet(np.ones(X.shape[1]), 2), 0.5)
-    got = make_ais_scorer(n_temperatures="auto", max_temperatures=100, bias_tolerance=0.5,
-                          return_stderr=True)(model, X)
-    assert got["bias"] <= 0.5 and np.isfinite(got["score"])
+    tolerance, cap = 0.003, 4 * AUTO_START
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        got = make_ais_scorer(n_temperatures="auto", max_temperatures=cap,
+                              bias_tolerance=tolerance, return_stderr=True)(model, X)
+    capped = any("cap" in str(w.message) for w in caught)
+    # stopped at the first budget whose check passed, or at the cap with a warning
+    assert got["budget"] in (AUTO_START, 2 * AUTO_START, 4 * AUTO_START)
+    assert (got["bias"] <= tolerance and not capped) or (got["budget"] == cap and capped)
+    assert got["bias"] >= 0 and got["bias_half"] >= 0 and np.isfinite(got["score"])
     with pytest.raises(ValueError, match="bias_tolerance"):
         make_ais_scorer(n_temperatures="auto", bias_tolerance=None)
     assert "max_temperatures=100" in repr(make_ais_scorer(n_temperatures="auto",
@@ -155,6 +182,81 @@ def test_check_ranking_falls_back_to_the_folds():
     assert check_ranking(steady)["settled"] and refit_best(steady) == 1
 
 
+def _checked(means, *, stderr=0.001, bias=None, half=None, tolerance=None, folds=None):
+    """cv_results of two folds with the given means (or per-fold scores) and metrics."""
+    folds = np.array([means, means]) if folds is None else np.asarray(folds)
+    n = folds.shape[1]
+    out = {"params": [{"k": i} for i in range(n)], "mean_test_score": folds.mean(0)}
+    for f, row in enumerate(folds):
+        out[f"split{f}_test_score"] = row
+        out[f"split{f}_test_stderr"] = np.full(n, stderr)
+    for name, value in (("bias", bias), ("bias_half", half), ("bias_tolerance", tolerance)):
+        if value is not None:
+            out[f"mean_test_{name}"] = np.broadcast_to(np.asarray(value, dtype=float), n)
+    return out
+
+
+def test_check_ranking_sees_estimates_that_converge_slowly():
+    # the lead (0.1) is far beyond the Monte Carlo errors and the bias gap (0.02)
+    quick = _checked([-7.0, -7.1], bias=[0.03, 0.01], half=[0.06, 0.02])  # rises halve
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RankingWarning)
+        assert check_ranking(quick)["settled"]
+    slow = _checked([-7.0, -7.1], bias=[0.03, 0.01], half=[0.033, 0.02])  # 0.91 of the last
+    with pytest.warns(RankingWarning, match="more slowly than 1 / budget"):
+        report = check_ranking(slow)
+    assert report["slow"] == [0] and not report["settled"]
+    # a rise within its Monte Carlo error says nothing about the rate
+    noisy = _checked([-7.0, -7.1], stderr=0.02, bias=[0.01, 0.01], half=[0.01, 0.01])
+    assert check_ranking(noisy)["slow"] == []
+
+
+def test_check_ranking_checks_the_recorded_budget_in_the_callers_process():
+    over = _checked([-7.0, -7.1], bias=[0.05, 0.002], half=[0.1, 0.004], tolerance=0.01)
+    with pytest.warns(RankingWarning, match="budget checks of 1 of 2 candidates"):
+        report = check_ranking(over)
+    assert report["over_tolerance"] == [0]
+    with warnings.catch_warnings():  # an explicit tolerance overrides the scorer's
+        warnings.simplefilter("error", RankingWarning)
+        assert check_ranking(over, bias_tolerance=0.1)["over_tolerance"] == []
+    unknown = _checked([-7.0, -7.1], bias=[np.nan, np.nan], tolerance=0.01)
+    with pytest.warns(RankingWarning, match="could not be checked"):
+        check_ranking(unknown)
+
+
+def test_check_ranking_takes_the_larger_of_the_monte_carlo_and_fold_errors():
+    # tiny Monte Carlo errors, but the folds disagree on the order
+    folds = [[-7.00, -7.05], [-7.10, -7.06]]
+    with pytest.warns(RankingWarning, match="cross-validation"):
+        report = check_ranking(_checked(None, folds=folds, stderr=1e-4))
+    assert report["cv_error"] > report["mc_error"] and report["error"] == report["cv_error"]
+    assert not report["settled"]
+    # the folds agree, the Monte Carlo errors are large
+    agree = [[-7.00, -7.02], [-7.001, -7.021]]
+    with pytest.warns(RankingWarning, match="Monte Carlo"):
+        report = check_ranking(_checked(None, folds=agree, stderr=0.05))
+    assert report["error"] == report["mc_error"] > report["cv_error"]
+
+
+def test_refit_best_with_a_named_scoring_dict():
+    from functools import partial
+
+    cv = {"params": [{"k": 5}, {"k": 10}], "mean_test_ll": np.array([-7.1, -7.0]),
+          "split0_test_ll": np.array([-7.10, -7.00]),
+          "split1_test_ll": np.array([-7.11, -7.01]),
+          "split2_test_ll": np.array([-7.09, -7.00])}
+    with pytest.raises(KeyError):
+        refit_best(cv)
+    assert partial(refit_best, score="ll", stderr=None, bias=None)(cv) == 1
+    search = GridSearchCV(Fixed(noise=0.001), {"level": [-7.2, -7.0]}, cv=2,
+                          scoring={"ll": lambda est, X, y=None: est.level},
+                          refit=partial(refit_best, score="ll"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RankingWarning)
+        search.fit(np.zeros((8, 2)))
+    assert search.best_params_ == {"level": -7.0}
+
+
 # --------------------------------------------------------------------------- importance sampling
 
 
@@ -193,11 +295,29 @@ def test_importance_sampling_scorer_in_a_pipeline_search():
     search = GridSearchCV(pipe, {"prodlda__n_components": [2, 3]}, cv=2, refit=refit_best,
                           scoring=make_importance_sampling_scorer(n_samples=16,
                                                                   return_stderr=True))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RankingWarning)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
         search.fit(texts(40))
-    for name in ("score", "stderr", "bias"):
-        assert np.all(np.isfinite(search.cv_results_[f"mean_test_{name}"]))
+    # whatever the search says is about its ranking or its budget
+    assert all(issubclass(w.category, RankingWarning) for w in caught), caught
+    results = search.cv_results_
+    for name in ("score", "stderr", "bias", "bias_half"):
+        assert np.all(np.isfinite(results[f"mean_test_{name}"]))
+    assert np.all(results["mean_test_bias"] >= 0) and np.all(results["mean_test_stderr"] > 0)
+    np.testing.assert_array_equal(results["mean_test_budget"], 16)
+    np.testing.assert_array_equal(results["mean_test_bias_tolerance"], 0.01)
+    assert search.best_index_ == int(np.argmax(results["mean_test_score"]))
+
+
+def test_the_importance_sampling_scorer_checks_its_budget(prodlda):
+    X = corpus(20, seed=5)
+    with pytest.warns(RankingWarning, match="bias_tolerance=1e-09.*n_samples"):
+        make_importance_sampling_scorer(n_samples=2, bias_tolerance=1e-9)(prodlda, X)
+    with pytest.warns(RankingWarning, match="cannot be checked"):
+        make_importance_sampling_scorer(n_samples=1)(prodlda, X)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RankingWarning)
+        make_importance_sampling_scorer(n_samples=8, bias_tolerance=None)(prodlda, X)
 
 
 # --------------------------------------------------------------------------- criteria
@@ -209,7 +329,8 @@ def test_the_criteria_scorer_merges_its_scorers():
     got = make_criteria_scorer(make_left_to_right_scorer(n_particles=5, return_stderr=True),
                                coherence=make_coherence_scorer(top_n=3),
                                diversity=make_diversity_scorer(top_n=3))(model, X)
-    assert set(got) == {"score", "stderr", "bias", "coherence", "diversity"}
+    assert set(got) == {"score", "stderr", "bias", "bias_half", "budget", "coherence",
+                        "diversity"}
     assert got["diversity"] == topic_diversity(model, top_n=3)
     plain = make_criteria_scorer(make_left_to_right_scorer(n_particles=5))(model, X)
     assert set(plain) == {"score"}
@@ -259,4 +380,18 @@ def test_the_criteria_display_draws_each_metric_with_its_errors():
         CriteriaDisplay.from_cv_results(varying)
     with pytest.raises(TypeError, match="cv_results_"):
         CriteriaDisplay.from_estimator(LDAGibbs())
+    plt.close("all")
+
+
+def test_the_criteria_display_draws_parameters_that_are_not_numbers():
+    import matplotlib.pyplot as plt
+
+    cv = _cv_results()
+    for p, value in zip(cv["params"], ["online", "batch", None]):
+        p["ldagibbs__n_components"] = value
+    display = CriteriaDisplay.from_cv_results(cv, param="n_components")
+    assert list(display.values) == ["online", "batch", None]  # in the searched order
+    assert display.best_ == {"score": "online", "coherence": "batch"}
+    labels = [t.get_text() for t in display.ax_[-1].get_xticklabels()]
+    assert labels == ["online", "batch", "None"]
     plt.close("all")

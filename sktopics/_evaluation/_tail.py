@@ -44,8 +44,16 @@ TAIL_ROWS = 800
 _BLOCK_ELEMENTS = 1 << 16
 
 
-def tail_start(n_active, n_topics, tail_rows=None):
-    """The first position handled by the fixed-point solver (``len(n_active)``: none)."""
+def tail_start(n_active, n_topics, tail_rows=None, device="cpu"):
+    """The first position handled by the fixed-point solver (``len(n_active)``: none).
+
+    Off the CPU there is no tail: each Jacobi iteration asks the host whether any
+    draw changed (a device synchronisation per iteration), which costs more on an
+    accelerator than the lock-step loop's extra positions, and the loop itself runs
+    without synchronising.
+    """
+    if torch.device(device).type != "cpu":
+        return len(n_active)
     limit = max(2, (TAIL_ROWS if tail_rows is None else tail_rows) // max(n_topics, 1))
     for j, n in enumerate(n_active):
         if n < limit:

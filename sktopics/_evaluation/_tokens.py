@@ -159,7 +159,7 @@ class TokenBatch:
         rest by fixed-point iteration (:mod:`._tail`).
         """
         if n_topics not in self._tails:
-            start = tail_start(self.n_active, n_topics)
+            start = tail_start(self.n_active, n_topics, device=self.row.device)
             self._tails[n_topics] = TailLayout(self.offsets, self.n_active, start, n_topics,
                                                self.row.device)
         return self._tails[n_topics]

@@ -1,9 +1,11 @@
 """The criteria of a search (likelihood, coherence, diversity...) against its parameter."""
 
 
+import numbers
+
 import numpy as np
 
-from ..model_selection._scorers import fold_scores
+from ..model_selection._scorers import LIKELIHOOD_METRICS, fold_scores
 from ._common import DisplayMixin
 
 __all__ = ["CriteriaDisplay"]
@@ -21,6 +23,11 @@ _TITLES = {
     "coherence": "coherence: rewards top words that co-occur in held-out documents",
     "diversity": "diversity: rewards topics that do not share their top words",
 }
+
+
+def _plain(value):
+    """A NumPy scalar as the Python number it holds; other values as they are."""
+    return value.item() if isinstance(value, np.generic) else value
 
 
 class CriteriaDisplay(DisplayMixin):
@@ -82,7 +89,7 @@ class CriteriaDisplay(DisplayMixin):
         self.biases = biases
         self.param = param
         self.error_kinds = error_kinds
-        self.best_ = {m: self.values[int(np.nanargmax(v))].item() for m, v in means.items()}
+        self.best_ = {m: _plain(self.values[int(np.nanargmax(v))]) for m, v in means.items()}
 
     @classmethod
     def from_cv_results(cls, cv_results, *, param=None, metrics=None, ax=None):
@@ -126,9 +133,13 @@ class CriteriaDisplay(DisplayMixin):
                              "the rows of one setting of the others).")
         if metrics is None:
             metrics = [k[len("mean_test_"):] for k in cv_results if k.startswith("mean_test_")]
-            metrics = [m for m in metrics if m not in ("stderr", "bias")]
-        values = np.array([p[key] for p in params])
-        order = np.argsort(values, kind="stable")
+            metrics = [m for m in metrics if m == "score" or m not in LIKELIHOOD_METRICS]
+        values = np.empty(len(params), dtype=object)
+        values[:] = [p[key] for p in params]
+        numeric = all(isinstance(v, numbers.Real) and not isinstance(v, bool) for v in values)
+        # numbers in increasing order; other values (strings, None...) as searched
+        order = (np.argsort(values.astype(float), kind="stable") if numeric
+                 else np.arange(len(values)))
         means, errors, biases, kinds = {}, {}, {}, {}
         for m in metrics:
             means[m] = np.asarray(cv_results[f"mean_test_{m}"], dtype=float)[order]
@@ -191,7 +202,10 @@ class CriteriaDisplay(DisplayMixin):
                 raise ValueError(f"{len(metrics)} metrics need {len(metrics)} Axes; got "
                                  f"{len(axes)}.")
             figure = axes[0].figure
-        x = self.values.astype(float)
+        numeric = all(isinstance(v, numbers.Real) and not isinstance(v, bool)
+                      for v in self.values)
+        x = (np.asarray(self.values, dtype=float) if numeric
+             else np.arange(len(self.values), dtype=float))
         for panel, m in zip(axes, metrics):
             err = 2 * np.nan_to_num(self.errors[m])
             kind = self.error_kinds[m]
@@ -210,7 +224,9 @@ class CriteriaDisplay(DisplayMixin):
             if m in _TITLES:
                 panel.set_title(_TITLES[m], fontsize=9, loc="left")
             panel.legend(fontsize=7, loc="best")
-        if x.min() > 0 and x.max() / x.min() >= 8:
+        if not numeric:
+            axes[-1].set_xticks(x, [str(v) for v in self.values])
+        elif x.min() > 0 and x.max() / x.min() >= 8:
             axes[-1].set_xscale("log", base=2)
             axes[-1].set_xticks(x, [str(v) for v in self.values])
             axes[-1].minorticks_off()

@@ -7,16 +7,29 @@ with ``n_jobs > 1`` and as entries of a multi-metric ``scoring`` dict. Keyword
 arguments are checked when the scorer is made, so a typo fails at once rather than
 as NaN scores inside a grid search.
 
-With ``return_stderr=True`` a scorer returns ``{"score": ..., "stderr": ...,
-"bias": ...}``, a multi-metric score that puts the Monte Carlo standard error and a
-budget check of every fold's score in ``cv_results_``; :func:`refit_best` (as
-``refit=``) and :func:`check_ranking` read them back. The budget check scores the
-fold a second time with half the budget (temperatures, particles or samples): these
-estimators rise towards the truth with their budget, roughly as 1 / budget, so the
-rise from half to the full budget estimates the bias left at the full one. The AIS
-scorer always makes that check and warns when the bias is large enough to change a
-ranking (its ``bias_tolerance``); with ``n_temperatures="auto"`` it doubles the
-temperatures until the bias is below the tolerance, up to ``max_temperatures``.
+With ``return_stderr=True`` a scorer returns a dict, a multi-metric score that puts
+the Monte Carlo standard error and a budget check of every fold's score in
+``cv_results_``: ``"score"``, ``"stderr"``, ``"bias"`` (the score's rise from half the
+budget: temperatures, particles or samples), ``"bias_half"`` (the rise from a quarter
+to half the budget, the same check one halving earlier; left out below a budget of
+4), ``"budget"`` (the budget
+used) and, when the scorer has one, its ``"bias_tolerance"``. :func:`refit_best` (as
+``refit=``) and :func:`check_ranking` read them back in the calling process.
+
+These estimators rise towards the truth with their budget. If they converge like
+1 / budget, the rise from half to the full budget estimates the bias left at the full
+one, and each rise is half the one before; when the last rise is more than
+0.75 times the one before, the estimates converge more slowly and
+the remaining bias may be several times the last rise (importance sampling of a
+large ProdLDA does this), which :func:`check_ranking` reports.
+
+The AIS and importance-sampling scorers check their budget at every call and warn
+when the rise exceeds their ``bias_tolerance``; with ``n_temperatures="auto"`` the
+AIS scorer doubles the temperatures until the rise is below the tolerance, up to
+``max_temperatures``. A warning issued while scoring inside ``GridSearchCV(n_jobs >
+1)`` is issued in a worker process (printed on its standard error, not seen by the
+caller's warning filters): score with ``return_stderr=True`` and refit with
+:func:`refit_best`, which repeats the check in the calling process.
 """
 
 import inspect
@@ -65,6 +78,17 @@ class RankingWarning(UserWarning):
 #: The budget an "auto" AIS scorer starts from (with a check at half of it).
 AUTO_START = 50
 
+#: The metrics a likelihood scorer made with ``return_stderr=True`` returns with
+#: its score (:func:`check_ranking` reads them; other criteria may not use the names).
+LIKELIHOOD_METRICS = ("score", "stderr", "bias", "bias_half", "budget", "bias_tolerance")
+
+
+#: :func:`check_ranking` reports a candidate's estimate as converging slowly when its
+#: rise from half the budget is more than this share of its rise one halving earlier.
+#: Convergence like 1 / budget gives 0.5 (1 / sqrt(budget) gives 0.71); the margin
+#: leaves room for the rises' own Monte Carlo noise.
+SLOW_CONVERGENCE = 0.75
+
 
 def _check_keywords(function, kwargs, caller):
     """Fail now, not inside a grid search, on keywords ``function`` would reject."""
@@ -83,8 +107,11 @@ class _HeldOutScorer:
     """A held-out likelihood scorer over one budget keyword (``budget``).
 
     ``bias_tolerance``: when set, every call also scores at half the budget and
-    warns (once per scorer) if the score rose by more; a budget of ``"auto"``
-    doubles from :data:`AUTO_START` while it does, up to ``max_budget``.
+    warns if the score rose by more (at every such call, like scikit-learn's
+    per-fit warnings; a budget of 1 cannot be checked, which is said too); a budget
+    of ``"auto"`` doubles from :data:`AUTO_START` while it does, up to
+    ``max_budget``. ``return_stderr``: every call also scores at half and at a
+    quarter of the budget (see the module docstring).
     """
 
     def __init__(self, function, kwargs, name, budget, return_stderr=False,
@@ -98,47 +125,63 @@ class _HeldOutScorer:
         self.max_budget = max_budget
         self.remedy = remedy
         self.max_name = max_name
-        self._warned = False
 
     def __call__(self, estimator, X, y=None):
         model, Xt = split_pipeline(estimator, X)
         return self._score(lambda **kw: self.function(model, Xt, **kw))
 
     def _run_with_check(self, run):
-        """``(result, bias, budget used, capped)``, with the budget check when asked for."""
+        """``(result, bias, bias one halving earlier, budget used, capped)``."""
         kwargs = dict(self.kwargs)
         size = kwargs[self.budget]
+        nan = float("nan")
         if size == "auto":
             size = min(AUTO_START, self.max_budget)
             lower = run(**{**kwargs, self.budget: max(size // 2, 1)})
+            earlier = nan
+            if self.return_stderr and size // 4 >= 1:
+                quarter = run(**{**kwargs, self.budget: size // 4})
+                earlier = max(lower.per_token - quarter.per_token, 0.0)
             while True:
                 result = run(**{**kwargs, self.budget: size})
                 bias = max(result.per_token - lower.per_token, 0.0)
                 if bias <= self.bias_tolerance or 2 * size > self.max_budget:
-                    return result, bias, size, bias > self.bias_tolerance
-                lower, size = result, 2 * size
+                    return result, bias, earlier, size, bias > self.bias_tolerance
+                lower, size, earlier = result, 2 * size, bias
         result = run(**kwargs)
-        bias = float("nan")
+        bias = earlier = nan
         if (self.return_stderr or self.bias_tolerance is not None) and size // 2 >= 1:
-            bias = max(result.per_token - run(**{**kwargs, self.budget: size // 2}).per_token, 0.0)
-        return result, bias, size, False
+            half = run(**{**kwargs, self.budget: size // 2})
+            bias = max(result.per_token - half.per_token, 0.0)
+            if self.return_stderr and size // 4 >= 1:
+                quarter = run(**{**kwargs, self.budget: size // 4})
+                earlier = max(half.per_token - quarter.per_token, 0.0)
+        return result, bias, earlier, size, False
 
     def _score(self, run):
-        result, bias, size, capped = self._run_with_check(run)
-        if self.bias_tolerance is not None and bias > self.bias_tolerance and not self._warned:
-            self._warned = True
+        result, bias, earlier, size, capped = self._run_with_check(run)
+        if self.bias_tolerance is not None and np.isnan(bias):
+            warn(f"{self.name}: with {self.budget}={size} the budget cannot be checked "
+                 "(there is no half budget to compare with), so the estimate's bias is "
+                 f"unknown. Use {self.budget} >= 2.", RankingWarning)
+        elif self.bias_tolerance is not None and bias > self.bias_tolerance:
             cap = (f" (doubled up to its cap, {self.max_name}={self.max_budget})"
                    if capped else "")
             warn(f"{self.name}: the held-out log-likelihood rose by {bias:.4f} nats per "
                  f"token from {self.budget}={max(size // 2, 1)} to {size}{cap}, more than "
                  f"bias_tolerance={self.bias_tolerance:g}. "
-                 "The estimate is biased low by about as much, and by more for larger "
-                 "models, so candidates closer than that may be ranked the wrong way "
-                 f"round. {self.remedy} (said once per scorer)", RankingWarning)
+                 "The estimate is biased low by at least about as much, and by more for "
+                 "larger models, so candidates closer than that may be ranked the wrong "
+                 f"way round. {self.remedy}", RankingWarning)
         if not self.return_stderr:
             return float(result.per_token)
-        return {"score": float(result.per_token), "stderr": result.per_token_stderr,
-                "bias": bias}
+        out = {"score": float(result.per_token), "stderr": result.per_token_stderr,
+               "bias": bias, "bias_half": earlier, "budget": float(size)}
+        if size < 4:  # no quarter budget: left out rather than NaN in every fold
+            del out["bias_half"]
+        if self.bias_tolerance is not None:
+            out["bias_tolerance"] = float(self.bias_tolerance)
+        return out
 
     def __repr__(self):
         args = ", ".join(f"{k}={v!r}" for k, v in self.kwargs.items())
@@ -221,7 +264,13 @@ def make_ais_scorer(*, n_temperatures=100, n_chains=4, bias_tolerance=0.01,
     topics, so a small budget favours small models. The scorer therefore checks
     its own budget at every call: it also scores at half the temperatures, and
     when the score rose by more than ``bias_tolerance`` nats per token it issues a
-    :class:`RankingWarning` (once per scorer) naming the remedies. With
+    :class:`RankingWarning` naming the remedies (at every such call; inside
+    ``GridSearchCV(n_jobs > 1)`` in the worker processes, so score with
+    ``return_stderr=True`` and refit with :func:`refit_best` to be told in the
+    calling process). With ``n_temperatures="auto"`` candidates may be scored at
+    different budgets (a large model needs more temperatures), so their scores are
+    no longer a paired comparison with the same random numbers; ``return_stderr=True``
+    records each fold's budget (``"budget"``). With
     ``n_temperatures="auto"`` it doubles the temperatures, from 50, until the rise
     is below the tolerance or the next budget would pass ``max_temperatures``.
 
@@ -250,9 +299,10 @@ def make_ais_scorer(*, n_temperatures=100, n_chains=4, bias_tolerance=0.01,
         candidate the same random numbers (a paired comparison).
     return_stderr : bool, default=False
         Return ``{"score": per-token log-likelihood, "stderr": its Monte Carlo
-        standard error, "bias": the score's rise from half the temperatures}`` (per
-        token) instead of the score alone (see :func:`refit_best` and
-        :func:`check_ranking`).
+        standard error, "bias": the score's rise from half the temperatures,
+        "bias_half": the rise from a quarter to half, "budget": the temperatures
+        used, "bias_tolerance": ...}`` (per token) instead of the score alone, at
+        1.75 times the cost (see :func:`refit_best` and :func:`check_ranking`).
     **kwargs : dict
         Other keyword arguments of :func:`ais_log_likelihood` (``schedule``,
         ``kernel``, ``device``, ...), checked now.
@@ -306,8 +356,8 @@ def make_left_to_right_scorer(*, n_particles=20, n_filters=2, random_state=0,
     random_state : int or None, default=0
         Seed; fixed, so every candidate gets the same random numbers.
     return_stderr : bool, default=False
-        Return ``{"score": ..., "stderr": ..., "bias": ...}``, at 1.5 times the cost
-        (see :func:`check_ranking` and this module's docstring).
+        Return ``{"score": ..., "stderr": ..., "bias": ..., ...}``, at 1.75 times
+        the cost (see :func:`check_ranking` and this module's docstring).
     **kwargs : dict
         Other keyword arguments of :func:`left_to_right_log_likelihood`, checked now.
 
@@ -325,35 +375,45 @@ def make_left_to_right_scorer(*, n_particles=20, n_filters=2, random_state=0,
 @validate_params(
     {
         "n_samples": [Interval(numbers.Integral, 1, None, closed="left")],
+        "bias_tolerance": [None, Interval(numbers.Real, 0, None, closed="neither")],
         "random_state": [None, Interval(numbers.Integral, 0, None, closed="left")],
         "return_stderr": ["boolean"],
     },
     prefer_skip_nested_validation=True,
 )
-def make_importance_sampling_scorer(*, n_samples=64, random_state=0, return_stderr=False,
-                                    **kwargs):
+def make_importance_sampling_scorer(*, n_samples=64, bias_tolerance=0.01, random_state=0,
+                                    return_stderr=False, **kwargs):
     """Scorer: held-out per-token log-likelihood by importance sampling from the encoder.
 
     The recommended scorer for ProdLDA (and the neural models evaluated as
     trained): each document's latent is sampled from the defensive mixture of the
     encoder's proposal and the prior (:func:`importance_sampling_log_likelihood`).
-    On 5,000 short posts (K in {5, 10, 20, 40}, one fold) the default 64 samples
-    ranked the candidates like the longest runs measured (256 samples; 1,024 for
-    K = 20 and 40), at 0.4-0.5 times the CPU time of fitting, where the AIS scorer
-    took 32 times (K = 5; the user guide, "Choosing the number of topics"). The log
-    is biased low, by more for larger models: check the ``"bias"`` of
-    ``return_stderr=True``.
+    On 5,000 short posts (K in {5, 10, 20, 40}, one fold) 16 to 1,024 samples all
+    gave the same order, the default 64 at 0.4-0.5 times the CPU time of fitting,
+    where the AIS scorer took 32 times (K = 5; the user guide, "Choosing the number
+    of topics"). That order is not established as the true one: there is no
+    independent reference, and the K = 40 estimate was still rising at 1,024
+    samples (by 0.04 nats per token per fourfold budget, far slower than
+    1 / budget), so its gap to K = 20 halved between 64 and 1,024 samples. The
+    log is biased low, by more for larger models: like the AIS scorer this one
+    checks its budget at every call (``bias_tolerance``), and with
+    ``return_stderr=True`` :func:`refit_best` also reports estimates that converge
+    more slowly than 1 / budget.
 
     Parameters
     ----------
     n_samples : int, default=64
         Importance samples per document.
+    bias_tolerance : float or None, default=0.01
+        Nats per token. Every call also scores at half the samples; when the score
+        rose by more, the scorer issues a :class:`RankingWarning`. ``None`` skips
+        the check and its cost (half a score more).
     random_state : int or None, default=0
         Seed; fixed, so every candidate gets the same random numbers.
     return_stderr : bool, default=False
-        Return ``{"score": ..., "stderr": ..., "bias": ...}``, the bias being the
-        score's rise from half the samples, at 1.5 times the cost (see
-        :func:`refit_best`).
+        Return ``{"score": ..., "stderr": ..., "bias": ..., ...}``, the bias being
+        the score's rise from half the samples, at 1.75 times the cost (see
+        :func:`refit_best` and this module's docstring).
     **kwargs : dict
         Other keyword arguments of :func:`importance_sampling_log_likelihood`,
         checked now.
@@ -366,7 +426,9 @@ def make_importance_sampling_scorer(*, n_samples=64, random_state=0, return_stde
     kw = dict(n_samples=n_samples, random_state=random_state, **kwargs)
     _check_keywords(importance_sampling_log_likelihood, kw, "make_importance_sampling_scorer")
     return _HeldOutScorer(importance_sampling_log_likelihood, kw,
-                          "make_importance_sampling_scorer", "n_samples", return_stderr)
+                          "make_importance_sampling_scorer", "n_samples", return_stderr,
+                          bias_tolerance=bias_tolerance,
+                          remedy="Raise n_samples, or compare the candidates as equally good.")
 
 
 @validate_params(
@@ -398,8 +460,8 @@ def make_ratio_ais_scorer(reference, *, n_temperatures=50, n_chains=4, random_st
     random_state : int or None, default=0
         Seed; fixed, so every candidate gets the same random numbers.
     return_stderr : bool, default=False
-        Return ``{"score": ..., "stderr": ..., "bias": ...}``, at 1.5 times the cost
-        (see :func:`check_ranking` and this module's docstring).
+        Return ``{"score": ..., "stderr": ..., "bias": ..., ...}``, at 1.75 times
+        the cost (see :func:`check_ranking` and this module's docstring).
     **kwargs : dict
         Other keyword arguments of :func:`ratio_ais`, checked now.
 
@@ -513,7 +575,8 @@ def make_criteria_scorer(likelihood=None, **others):
     **others : scorers
         Each returns a number, e.g. ``coherence=make_coherence_scorer()``,
         ``diversity=make_diversity_scorer()``; the keyword names the metric. The
-        names ``"score"``, ``"stderr"`` and ``"bias"`` are the likelihood's.
+        names ``"score"``, ``"stderr"``, ``"bias"``, ``"bias_half"``, ``"budget"``
+        and ``"bias_tolerance"`` are the likelihood's.
 
     Returns
     -------
@@ -528,7 +591,7 @@ def make_criteria_scorer(likelihood=None, **others):
     ...                                coherence=make_coherence_scorer(),
     ...                                diversity=make_diversity_scorer())
     """
-    clash = sorted(set(others) & {"score", "stderr", "bias"})
+    clash = sorted(set(others) & set(LIKELIHOOD_METRICS))
     if clash:
         raise ValueError(f"{clash} name the likelihood's metrics; give the other criteria "
                          "other names.")
@@ -549,21 +612,41 @@ def fold_scores(cv_results, metric):
     return np.stack([np.asarray(cv_results[k], dtype=float) for _, k in found])
 
 
-def check_ranking(cv_results, *, score="score", stderr="stderr", bias="bias", n_sigma=2.0):
+def _mean(cv_results, metric, n):
+    """``mean_test_<metric>`` as floats, or NaNs when the search has no such metric."""
+    got = cv_results.get(f"mean_test_{metric}")
+    return np.full(n, np.nan) if got is None else np.asarray(got, dtype=float)
+
+
+def check_ranking(cv_results, *, score="score", stderr="stderr", bias="bias",
+                  n_sigma=2.0, bias_tolerance=None):
     """Whether a search's best candidate is ahead of the next by more than the errors.
 
-    Reads a fitted search's ``cv_results_``. With a scorer made with
-    ``return_stderr=True``, the errors are the scorer's own: the Monte Carlo error
-    of a candidate's mean over ``k`` folds is ``sqrt(sum of the folds' stderr^2) /
-    k`` and its budget bias is estimated by the rise of its score from half the
-    budget (``mean_test_<bias>``); the best candidate is *settled* when its lead
-    over the next exceeds ``n_sigma`` combined Monte Carlo errors plus the
-    difference of their budget biases (an estimator biased low by more for one
-    candidate can reverse a ranking: AIS with few temperatures favours small
-    models). With a plain scorer (no ``split*_test_<stderr>``), the error is that
-    of the cross-validation: the standard error of the lead over the folds
-    (the standard deviation of the per-fold differences over ``sqrt(k)``). When
-    the best candidate is not settled a :class:`RankingWarning` says so.
+    Reads a fitted search's ``cv_results_`` and issues a :class:`RankingWarning`
+    for each problem it finds (in the calling process, also when the search
+    scored with ``n_jobs > 1``):
+
+    * **Errors.** The lead of the best candidate over the next must exceed
+      ``n_sigma`` standard errors plus the difference of their budget biases (an
+      estimator biased low by more for one candidate can reverse a ranking: AIS
+      with few temperatures favours small models). The standard error is the
+      larger of two: the cross-validation error, the standard deviation of the
+      per-fold differences of the two candidates over ``sqrt(k)`` (which holds the
+      folds' spread and, as each fold's score is an estimate, its Monte Carlo
+      noise too), and, with a scorer made with ``return_stderr=True``, the Monte
+      Carlo error alone, ``sqrt(sum of the folds' stderr^2) / k`` per candidate,
+      combined in quadrature (the one to trust with two or three folds, whose
+      spread says little).
+    * **Budget.** A candidate's budget bias (``mean_test_<bias>``, the rise of its
+      score from half the budget) above ``bias_tolerance``, or unknown (NaN: a
+      budget of 1).
+    * **Convergence.** For the best candidate and the runner-up: a rise from half
+      the budget more than 0.75 times the rise one halving
+      earlier (``mean_test_bias_half``), both rises exceeding ``n_sigma`` times the
+      candidate's Monte Carlo error.
+      The estimate then converges more slowly than 1 / budget, the remaining bias
+      may be several times the rise, and the bias gap above understates it: the
+      ranking is not settled.
 
     Parameters
     ----------
@@ -571,79 +654,145 @@ def check_ranking(cv_results, *, score="score", stderr="stderr", bias="bias", n_
         ``search.cv_results_``.
     score, stderr, bias : str, default="score", "stderr", "bias"
         The names of the metrics in ``cv_results``; ``stderr`` and ``bias`` are
-        optional.
+        optional (``None``: not used). ``mean_test_<bias>_half`` is read when
+        present.
     n_sigma : float, default=2.0
         How many combined standard errors a lead must exceed.
+    bias_tolerance : float or None, default=None
+        The largest acceptable budget bias, in nats per token; ``None``: the
+        scorer's own, recorded as ``mean_test_bias_tolerance`` by a scorer made
+        with ``return_stderr=True`` and a ``bias_tolerance``, else no check.
 
     Returns
     -------
     report : dict
         ``best`` and ``runner_up`` (indices into ``cv_results["params"]``),
         ``lead`` (difference of their mean scores), ``error`` (its standard
-        error), ``error_kind`` (``"Monte Carlo"`` or ``"cross-validation"``),
-        ``bias_gap`` (difference of their budget biases, 0 when unknown) and
-        ``settled`` (bool).
+        error), ``error_kind`` (``"Monte Carlo"`` or ``"cross-validation"``, the
+        larger), ``mc_error`` and ``cv_error`` (NaN when unknown), ``bias_gap``
+        (difference of their budget biases, 0 when unknown), ``over_tolerance``
+        and ``slow`` (indices of the candidates failing the budget and
+        convergence checks) and ``settled`` (bool).
 
     See Also
     --------
     refit_best : the same check as ``GridSearchCV``'s ``refit``.
     """
     means = np.asarray(cv_results[f"mean_test_{score}"], dtype=float)
+    n = len(means)
     order = np.argsort(-means, kind="stable")
-    if len(order) < 2:
+    params = cv_results["params"]
+    biases = _mean(cv_results, bias, n) if bias is not None else np.full(n, np.nan)
+    mc_folds = fold_scores(cv_results, stderr) if stderr is not None else None
+    mc = (np.sqrt(np.nansum(mc_folds**2, axis=0)) / mc_folds.shape[0]
+          if mc_folds is not None else np.full(n, np.nan))
+
+    if bias_tolerance is None:
+        recorded = _mean(cv_results, "bias_tolerance", n)
+        bias_tolerance = float(np.nanmax(recorded)) if np.isfinite(recorded).any() else None
+    over = []
+    if bias_tolerance is not None and bias is not None and f"mean_test_{bias}" in cv_results:
+        over = [int(i) for i in np.flatnonzero(biases > bias_tolerance)]
+        unknown = [params[i] for i in np.flatnonzero(np.isnan(biases))]
+        if over:
+            worst = int(np.nanargmax(biases))
+            warn(f"The budget checks of {len(over)} of {n} candidates rose by more than "
+                 f"bias_tolerance={bias_tolerance:g} nats per token (most: "
+                 f"{biases[worst]:.4f}, {params[worst]}): their scores are biased low "
+                 "by at least about as much, and by more for larger models. Raise the "
+                 "scorer's budget (n_temperatures / n_particles / n_samples).",
+                 RankingWarning)
+        if unknown:
+            warn(f"The budget of {len(unknown)} of {n} candidates could not be checked "
+                 "(a budget of 1 has no half budget to compare with): their biases are "
+                 "unknown.", RankingWarning)
+
+    if n < 2:
         return {"best": int(order[0]), "runner_up": None, "lead": np.nan, "error": np.nan,
-                "error_kind": None, "bias_gap": 0.0, "settled": True}
+                "error_kind": None, "mc_error": np.nan, "cv_error": np.nan,
+                "bias_gap": 0.0, "over_tolerance": over, "slow": [], "settled": True}
     best, runner_up = int(order[0]), int(order[1])
     lead = float(means[best] - means[runner_up])
-    per_fold = fold_scores(cv_results, stderr)
-    if per_fold is not None:
-        error = np.sqrt(np.nansum(per_fold**2, axis=0)) / per_fold.shape[0]
-        combined = float(np.hypot(error[best], error[runner_up]))
-        kind = "Monte Carlo"
-    else:
-        per_fold = fold_scores(cv_results, score)
-        if per_fold is None:
-            raise KeyError(f"cv_results has neither 'split*_test_{stderr}' nor "
-                           f"'split*_test_{score}': score with a scorer made with "
-                           "return_stderr=True, or pass a fitted search's cv_results_.")
+    mc_error = float(np.hypot(mc[best], mc[runner_up]))
+    per_fold = fold_scores(cv_results, score)
+    if per_fold is None and mc_folds is None:
+        raise KeyError(f"cv_results has neither 'split*_test_{stderr}' nor "
+                       f"'split*_test_{score}': score with a scorer made with "
+                       "return_stderr=True, or pass a fitted search's cv_results_.")
+    cv_error = float("nan")
+    if per_fold is not None and per_fold.shape[0] > 1:
         diff = per_fold[:, best] - per_fold[:, runner_up]
-        combined = (float(np.std(diff, ddof=1) / np.sqrt(len(diff))) if len(diff) > 1
-                    else float("nan"))
-        kind = "cross-validation"
-    biases = np.asarray(cv_results.get(f"mean_test_{bias}", np.zeros_like(means)), dtype=float)
+        cv_error = float(np.std(diff, ddof=1) / np.sqrt(len(diff)))
+    if np.isnan(cv_error) or (not np.isnan(mc_error) and mc_error >= cv_error):
+        combined, kind = mc_error, ("Monte Carlo" if not np.isnan(mc_error) else
+                                    "cross-validation")
+    else:
+        combined, kind = cv_error, "cross-validation"
     bias_gap = float(np.nan_to_num(abs(biases[best] - biases[runner_up])))
-    settled = bool(lead > n_sigma * np.nan_to_num(combined, nan=np.inf) + bias_gap)
-    if not settled:
+
+    halves = _mean(cv_results, f"{bias}_half", n) if bias is not None else np.full(n, np.nan)
+    slow = []
+    for i in (best, runner_up):
+        ratio = biases[i] / halves[i] if halves[i] > 0 else np.nan
+        noise = n_sigma * np.nan_to_num(mc[i])  # rises within the noise say nothing
+        if ratio > SLOW_CONVERGENCE and biases[i] > noise and halves[i] > noise:
+            slow.append(i)
+    if slow:
+        detail = "; ".join(f"{params[i]}: {halves[i]:.4f} then {biases[i]:.4f}" for i in slow)
+        warn("The scores of the best candidate or the runner-up converge more slowly "
+             "than 1 / budget (rises from a quarter to half and from half to the full "
+             f"budget, per token: {detail}), so the bias left at the full budget may be "
+             "several times the last rise and the ranking can still change with a "
+             "larger budget. Raise the budget until the rises shrink by half per "
+             "doubling, or treat the candidates as equally good.", RankingWarning)
+
+    settled = bool(lead > n_sigma * np.nan_to_num(combined, nan=np.inf) + bias_gap) and not slow
+    if not settled and not slow:
         budget = (" plus the difference of their estimated budget biases "
                   f"({bias_gap:.5f})" if bias_gap else "")
-        remedy = ("raise n_particles / n_temperatures / n_samples, or treat them as "
-                  "equally good" if kind == "Monte Carlo" else
-                  "the folds disagree: treat them as equally good, or score with "
-                  "return_stderr=True to see the estimator's own errors")
+        if bias_gap >= n_sigma * np.nan_to_num(combined):
+            remedy = ("their budget biases differ by more than the errors: raise "
+                      "n_particles / n_temperatures / n_samples")
+        elif kind == "Monte Carlo":
+            remedy = ("raise n_particles / n_temperatures / n_samples, or treat them as "
+                      "equally good")
+        else:
+            remedy = "the folds disagree: treat them as equally good, or use more folds"
         warn(
-            f"The best candidate {cv_results['params'][best]} leads the next, "
-            f"{cv_results['params'][runner_up]}, by {lead:.5f} per token: not more "
+            f"The best candidate {params[best]} leads the next, "
+            f"{params[runner_up]}, by {lead:.5f} per token: not more "
             f"than {n_sigma:g} {kind} standard errors ({combined:.5f}){budget}. This "
             f"search cannot rank them: {remedy}.",
             RankingWarning)
     return {"best": best, "runner_up": runner_up, "lead": lead, "error": combined,
-            "error_kind": kind, "bias_gap": bias_gap, "settled": settled}
+            "error_kind": kind, "mc_error": mc_error, "cv_error": cv_error,
+            "bias_gap": bias_gap, "over_tolerance": over, "slow": slow, "settled": settled}
 
 
-def refit_best(cv_results):
+def refit_best(cv_results, *, score="score", stderr="stderr", bias="bias", n_sigma=2.0,
+               bias_tolerance=None):
     """The best candidate of a search, for ``GridSearchCV(refit=refit_best)``, checked.
 
-    Returns the index of the highest ``mean_test_score`` and issues a
-    :class:`RankingWarning` when its lead over the runner-up is within the errors
-    (:func:`check_ranking` with its defaults): the Monte Carlo errors and budget
-    biases of a scorer made with ``return_stderr=True`` (a multi-metric scoring,
-    whose ``"score"`` it ranks by), else the spread of the lead over the folds.
-    ``GridSearchCV(...).fit`` then says so itself, and refits the best candidate.
+    Returns the index of the highest ``mean_test_<score>`` and runs
+    :func:`check_ranking`, which issues a :class:`RankingWarning` when the lead
+    over the runner-up is within the errors (the larger of the folds' spread and
+    the Monte Carlo errors of a scorer made with ``return_stderr=True``, plus the
+    difference of the budget biases), when a candidate's budget bias exceeds the
+    scorer's ``bias_tolerance``, or when the scores converge more slowly than
+    1 / budget. ``GridSearchCV(...).fit`` then says so itself, in the calling
+    process whatever its ``n_jobs``, and refits the best candidate.
 
     Parameters
     ----------
     cv_results : dict
         The search's ``cv_results_`` (GridSearchCV passes it).
+    score, stderr, bias : str, default="score", "stderr", "bias"
+        The metrics' names, for a ``scoring`` dict that names them otherwise: e.g.
+        ``refit=functools.partial(refit_best, score="ll", stderr=None)``.
+    n_sigma : float, default=2.0
+        How many combined standard errors a lead must exceed.
+    bias_tolerance : float or None, default=None
+        As in :func:`check_ranking` (``None``: the scorer's own).
 
     Returns
     -------
@@ -661,4 +810,5 @@ def refit_best(cv_results):
     >>> refit_best(cv_results)
     1
     """
-    return check_ranking(cv_results)["best"]
+    return check_ranking(cv_results, score=score, stderr=stderr, bias=bias,
+                         n_sigma=n_sigma, bias_tolerance=bias_tolerance)["best"]
