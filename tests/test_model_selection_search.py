@@ -86,6 +86,18 @@ def test_the_budget_warning_reaches_the_caller_of_a_parallel_search():
         np.testing.assert_array_equal(search.cv_results_["mean_test_budget"], 2)
 
 
+def test_an_empty_fold_scores_nan_and_says_so():
+    model = (np.random.default_rng(0).dirichlet(np.ones(6), 2), 0.5)
+    empty = np.zeros((3, 6))
+    for scorer in (make_left_to_right_scorer(n_particles=4),
+                   make_ais_scorer(n_temperatures=4, n_chains=1)):
+        with pytest.warns(UserWarning, match="no tokens"):
+            assert np.isnan(scorer(model, empty))
+    with pytest.warns(UserWarning, match="no tokens"):
+        got = make_left_to_right_scorer(n_particles=4, return_stderr=True)(model, empty)
+    assert np.isnan(got["score"]) and got["budget"] == 4
+
+
 class _Result:
     def __init__(self, per_token):
         self.per_token, self.per_token_stderr = per_token, 0.0
@@ -338,6 +350,8 @@ def test_the_criteria_scorer_merges_its_scorers():
         make_criteria_scorer(make_left_to_right_scorer(), bias=make_diversity_scorer())
     with pytest.raises(TypeError, match="not a scorer"):
         make_criteria_scorer(coherence=3)
+    with pytest.raises(ValueError, match="likelihood"):  # checked when made
+        make_criteria_scorer("score", coherence=make_coherence_scorer())
 
 
 def _cv_results():

@@ -160,6 +160,21 @@ class _HeldOutScorer:
 
     def _score(self, run):
         result, bias, earlier, size, capped = self._run_with_check(run)
+        n_tokens = getattr(result, "n_tokens", None)
+        if n_tokens is not None and not np.sum(n_tokens) > 0:
+            warn(f"{self.name}: the held-out fold has no tokens, so it has no per-token "
+                 "log-likelihood; its score is NaN (use folds with words in them).",
+                 UserWarning)
+            nan = float("nan")
+            if not self.return_stderr:
+                return nan
+            out = {"score": nan, "stderr": nan, "bias": nan, "bias_half": nan,
+                   "budget": float(size)}
+            if size < 4:
+                del out["bias_half"]
+            if self.bias_tolerance is not None:
+                out["bias_tolerance"] = float(self.bias_tolerance)
+            return out
         if self.bias_tolerance is not None and np.isnan(bias):
             warn(f"{self.name}: with {self.budget}={size} the budget cannot be checked "
                  "(there is no half budget to compare with), so the estimate's bias is "
@@ -557,6 +572,10 @@ class _CriteriaScorer:
         return f"make_criteria_scorer({self.likelihood!r}{others})"
 
 
+@validate_params(
+    {"likelihood": [None, callable]},
+    prefer_skip_nested_validation=True,
+)
 def make_criteria_scorer(likelihood=None, **others):
     """One ``scoring`` callable for a search: a likelihood with its errors, and other criteria.
 
