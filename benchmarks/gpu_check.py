@@ -244,7 +244,9 @@ def bench_ais(data_home, device, smoke, save):
 
 def bench_distributed(data_home, device, smoke, save):
     """LDAGibbs inside ``data_parallel()`` over a one-process group (NCCL on a GPU, gloo
-    on the CPU): the collectives run, and the model is the one-process fit."""
+    on the CPU): the data-parallel code path runs on the device and gives the
+    one-process fit. At world size 1 the exchanges themselves are skipped, so NCCL's
+    collectives are not exercised here; that needs two GPUs."""
     import tempfile
 
     import torch.distributed as dist

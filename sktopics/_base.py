@@ -1,5 +1,6 @@
 """The estimator contract shared by every sktopics topic model."""
 
+import hashlib
 from abc import abstractmethod
 from numbers import Integral
 
@@ -11,7 +12,6 @@ from ._evaluation._default_score import default_score
 from ._random import document_offset
 from ._version import __version__
 from .utils._distributed import current_collective
-from .utils._fingerprint import count_fingerprint
 from .utils._interrupt import deferred_interrupt
 from .utils._pickle import VERSION_KEY, check_pickle_version
 from .utils._sklearn_compat import (
@@ -217,8 +217,7 @@ class BaseTopicModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEsti
         except ValueError as exc:
             problem = str(exc)
         collective.agree(problem)
-        collective.same_everywhere("The model (its topics)",
-                                   count_fingerprint(self.components_))
+        collective.same_everywhere("The model (its parameters)", self._model_fingerprint())
         offset = sum(int(n[0]) for n in collective.gather([X.shape[0]])[:collective.rank])
         n_tokens = float(X.sum())
         with thread_scope(self.n_jobs), document_offset(offset):
@@ -238,6 +237,19 @@ class BaseTopicModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEsti
         perplexity : float
         """
         return float(np.exp(-self.score(X)))
+
+    def _model_fingerprint(self):
+        """A digest of the fitted parameters a score depends on: every rank of a
+        data-parallel evaluation must hold the same model."""
+        digest = hashlib.blake2b(digest_size=16)
+        for array in self._model_arrays():
+            digest.update(np.ascontiguousarray(array, dtype=np.float64).tobytes())
+        return digest.hexdigest()
+
+    def _model_arrays(self):
+        """The fitted arrays of :meth:`_model_fingerprint` (subclasses add theirs)."""
+        yield self.components_
+        yield np.atleast_1d(np.asarray(self.doc_topic_prior_, dtype=np.float64))
 
     def _checked_training_counts(self, X, warm, collective):
         """Validated training counts. Data-parallel, the ranks agree first: a problem on

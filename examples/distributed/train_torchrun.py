@@ -35,7 +35,9 @@ def main():
     p.add_argument("--output", default="lda.pkl")
     args = p.parse_args()
 
-    # gloo runs on CPUs; with one GPU per process use "nccl" and device="cuda".
+    # gloo runs on CPUs. With one GPU per process use "nccl" and device="cuda", and
+    # first torch.cuda.set_device(int(os.environ["LOCAL_RANK"])) so that each process
+    # uses its own GPU.
     dist.init_process_group("gloo")
     rank, world = dist.get_rank(), dist.get_world_size()
     torch.set_num_threads(1)

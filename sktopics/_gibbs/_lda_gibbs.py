@@ -12,6 +12,7 @@ from .._base import BaseTopicModel
 from .._generative import DirichletPrior, GenerativeView, MixtureLikelihood
 from ..utils._distributed import current_collective
 from ..utils._docstring import N_JOBS, fill_doc
+from ..utils._interrupt import stop_now
 from ..utils._sklearn_compat import Interval, StrOptions
 from ..utils._torch import device_budget, make_generator
 from ..utils._validation import check_doc_topic_prior
@@ -63,14 +64,6 @@ _TRANSFORM_ELEMENTS = 1 << 24
 #: Non-zero cells per block of :meth:`LDAGibbs.transform` on the CPU: laying a block's
 #: cells out takes about 85 bytes a cell, 45 MB (GPU: ``device_budget``).
 _TRANSFORM_CELLS = 1 << 19
-
-
-def _stopping(stop, collective):
-    """Whether the user pressed Ctrl-C (on any rank: they all stop at the same sweep)."""
-    requested = stop is not None and stop.requested
-    if collective is not None:
-        requested = bool(collective.sum(int(requested)))
-    return requested
 
 
 def _mh_chunk(device):
@@ -543,7 +536,7 @@ class LDAGibbs(BaseTopicModel):
                     tic = time.perf_counter()
                     tokens_done = 0
             done = sweep
-            if _stopping(stop, collective):
+            if stop_now(stop, collective):
                 break
 
         self.components_, self.doc_topic_ = run.estimates(state, alpha, beta)

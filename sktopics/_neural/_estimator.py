@@ -107,11 +107,7 @@ class NeuralTopicModel(BaseTopicModel):
     def _fit(self, X, seed, *, warm, epochs=None, stop=None):
         X = X.astype(np.float32)
         X = X[np.flatnonzero(np.asarray(X.sum(axis=1)).ravel() > 0)]
-        if X.shape[0] < 2:
-            raise ValueError(
-                f"{type(self).__name__} needs at least 2 documents with tokens to fit; "
-                f"got {X.shape[0]}."
-            )
+        collective = current_collective()
         warm = warm and hasattr(self, "net_")
         # A warm fit after an interrupted one, on the same data with the same plan,
         # finishes that run, with its seed.
@@ -120,9 +116,25 @@ class NeuralTopicModel(BaseTopicModel):
         if run is not None and (run["fingerprint"] != fingerprint
                                 or run["max_iter"] != self.max_iter):
             run = None
+        if collective is not None:  # resumed on every rank, or on none
+            resumed = collective.sum(int(run is not None)) == collective.world_size
+            run = run if resumed else None
         if run is not None:
             seed = run["seed"]
-        train, valid = self._split_validation(X, seed)
+        try:  # data-parallel, a problem on one rank is raised on every rank
+            if X.shape[0] < 2:
+                raise ValueError(
+                    f"{type(self).__name__} needs at least 2 documents with tokens to fit; "
+                    f"got {X.shape[0]}."
+                )
+            train, valid = self._split_validation(X, seed)
+            problem = None
+        except ValueError as exc:
+            if collective is None:
+                raise
+            problem = str(exc)
+        if collective is not None:
+            collective.agree(problem)
         self.doc_topic_prior_ = self._resolve_doc_topic_prior()
         # The noise (dropout, reparameterisation) continues one random stream across
         # warm fits and partial_fit calls instead of replaying the first call's.
@@ -137,13 +149,14 @@ class NeuralTopicModel(BaseTopicModel):
             norms = [(m, m.use_running_stats) for m in net.module_.modules()
                      if isinstance(m, TFBatchNorm)]
             _set_frozen_batch_norm(net.module_, False)
-            collective = current_collective()
             n_train = train.shape[0] if collective is None else collective.sum(train.shape[0])
             self._configure_module(net.module_, n_train_documents=n_train)
-            if collective is not None and not warm:
-                # The same initial weights on every rank (above), then each rank's own
-                # dropout and reparameterisation noise.
-                seed_generators(seed * 1_000_003 + collective.rank, self.device_)
+            if collective is not None:
+                # The same initial weights on every rank (above, or from a warm
+                # model), then each rank's own dropout and reparameterisation noise,
+                # a new stream for each call.
+                seed_generators(seed * 1_000_003 + collective.rank
+                                + 7_919 * len(net.history), self.device_)
             net.collective = collective
             for norm, _ in norms:  # batch statistics over the global batch
                 norm.collective = collective
@@ -192,6 +205,11 @@ class NeuralTopicModel(BaseTopicModel):
         self.topic_word_prior_ = None
         self._warn_if_collapsed(train)
         return self
+
+    def _model_arrays(self):
+        yield from super()._model_arrays()
+        for tensor in self.net_.module_.state_dict().values():
+            yield tensor.detach().cpu().numpy()
 
     def _configure_module(self, module, n_train_documents):
         """Hook run before each fit's training, once the module exists (no-op here)."""

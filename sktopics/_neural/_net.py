@@ -12,6 +12,7 @@ import torch
 from skorch import NeuralNet
 from skorch.callbacks import Callback
 
+from ..utils._interrupt import stop_now
 from ._sparse import SparseRows
 
 __all__ = ["TopicNet", "EpochMonitor", "module_negative_elbo"]
@@ -165,9 +166,13 @@ class EpochMonitor(Callback):
             losses = [b[f"{prefix}_loss"] for b in batches if f"{prefix}_loss" in b]
             sizes = [b[f"{prefix}_batch_size"] for b in batches if f"{prefix}_loss" in b]
             bad = [loss for loss in losses if not math.isfinite(loss)]
-            if bad:
+            failed = bool(bad)
+            if net.collective is not None:  # every rank learns of a bad loss on any rank
+                failed = bool(net.collective.sum(int(failed)))
+            if failed:
+                became = f"became {bad[0]}" if bad else "became non-finite on another rank"
                 raise FloatingPointError(
-                    f"{self.estimator_name}: the {prefix} loss became {bad[0]} in epoch "
+                    f"{self.estimator_name}: the {prefix} loss {became} in epoch "
                     f"{len(net.history)}. Lower learning_rate, enable clip_grad_norm or "
                     "check the input counts."
                 )
@@ -194,5 +199,5 @@ class EpochMonitor(Callback):
                     print(f"[{self.estimator_name}] early stopping: valid_loss has not "
                           f"improved for {self.n_iter_no_change} epochs", flush=True)
                 raise KeyboardInterrupt
-        if self.stop_request is not None and self.stop_request.requested:
+        if stop_now(self.stop_request, net.collective):
             raise KeyboardInterrupt  # skorch ends training; the estimator re-raises it

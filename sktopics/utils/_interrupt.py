@@ -13,7 +13,7 @@ import signal
 import sys
 import threading
 
-__all__ = ["StopRequest", "deferred_interrupt"]
+__all__ = ["StopRequest", "deferred_interrupt", "stop_now"]
 
 
 class StopRequest:
@@ -23,6 +23,22 @@ class StopRequest:
     def __init__(self):
         self.requested = False
         self.presses = 0
+
+
+def stop_now(stop, collective=None):
+    """Whether a fitting loop ends after its current step.
+
+    In a data-parallel fit (``collective`` set) the ranks agree: a Ctrl-C on any rank
+    stops every rank after the same step, and each records the request, so that every
+    rank raises :class:`KeyboardInterrupt` once its model is kept. Every rank must
+    call this at the same point of every step.
+    """
+    requested = stop is not None and stop.requested
+    if collective is not None:
+        requested = bool(collective.sum(int(requested)))
+        if requested and stop is not None:
+            stop.requested = True
+    return requested
 
 
 @contextlib.contextmanager
