@@ -42,7 +42,7 @@ def main():
     torch.set_num_threads(1)
     data = default_data_home()
     corpora = {
-        "20ng": (load_20news_avitm(data, subset="train").data, (20, 50)),
+        "20ng": (load_20news_avitm(data, subset="train").data, (20,)),
         "raw_posts": (raw_posts(data), (20,)),
         "bbc": (load_octis("BBC_News", data, subset="train").data, (10, 50)),
         "gnews": (load_short("gnews", data)[0], (20,)),

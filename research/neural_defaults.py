@@ -233,7 +233,11 @@ def plot(rows, path):
         ax.set_ylabel("held-out NPMI")
     for ax in axes.ravel()[len(cells):]:
         ax.set_visible(False)
-    axes[0, 0].legend(fontsize=8)
+    handles, labels = axes[0, 0].get_legend_handles_labels()
+    if len(cells) % n_cols:  # an empty panel holds the legend
+        fig.legend(handles, labels, loc="lower right", fontsize=8, frameon=False)
+    else:
+        axes[0, 0].legend(fontsize=8)
     models = ", ".join(sorted({r["model"] for r in rows}))
     fig.suptitle(f"{models}: one point per seed; dashed: TD = 0.8", fontsize=10)
     fig.tight_layout(rect=(0, 0, 1, 0.97))

@@ -431,6 +431,26 @@ def test_avitm_warns_when_every_document_gets_the_same_proportions(corpus):
             model._warn_if_collapsed(X)
 
 
+def test_the_collapse_check_asks_more_of_fractional_weights(corpus):
+    from sklearn.feature_extraction.text import TfidfTransformer
+
+    from sktopics._neural._collapse import proportions_collapse
+
+    class Stub:  # proportions whose largest share is 2 / K for every document
+        n_components = 10
+        components_ = np.eye(10, 40)
+
+        def _transform(self, X):
+            theta = np.full((X.shape[0], 10), 0.8 / 9)
+            theta[:, 0] = 0.2
+            return theta
+
+    counts, share, _ = proportions_collapse(Stub(), corpus)
+    assert share == pytest.approx(0.2) and not counts  # counts: below 1.5 / K only
+    tfidf, _, message = proportions_collapse(Stub(), TfidfTransformer().fit_transform(corpus))
+    assert tfidf and "tf-idf" in message  # fractional weights: below 4 / K
+
+
 def test_free_bits_floor_each_dimensions_batch_mean_kl():
     from sktopics._neural._losses import gaussian_kl
 

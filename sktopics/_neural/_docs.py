@@ -121,11 +121,11 @@ free_bits : float, default=0.25
     not pulled towards the prior. On short documents (titles, posts) at 20
     topics or more the KL term otherwise draws every document to the prior:
     nearly uniform proportions and the same rare words in every topic. On
-    longer documents no dimension comes near the floor and training is the
-    same as with ``0``, the ELBO itself, which the original code trains on
-    (``from_preset("avitm")``). ``train_loss`` in ``history_`` is the
-    objective trained on; ``valid_loss``, ``score`` and the evaluation use the
-    ELBO.
+    longer documents, with the default ``doc_topic_prior``, no dimension comes
+    near the floor and training is the same as with ``0``, the ELBO itself,
+    which the original code trains on (``from_preset("avitm")``).
+    ``train_loss`` in ``history_`` is the objective trained on; ``valid_loss``,
+    ``score`` and the evaluation use the ELBO.
 """
 
 

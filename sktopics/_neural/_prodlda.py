@@ -20,7 +20,14 @@ from ._modules import ProductOfExpertsDecoder
 __all__ = ["ProdLDA"]
 
 
-@fill_doc(shared_parameters=ENCODER_AND_TRAINING, fitted_attributes=FITTED_ATTRIBUTES,
+#: ``components_`` of a product of experts ranks words; it is no word distribution.
+_FITTED_ATTRIBUTES = FITTED_ATTRIBUTES.replace(
+    "    Topic-word distributions, rows sum to 1.\n",
+    "    ``softmax(beta_)``, rows sum to 1: they rank each topic's words, but they\n"
+    "    are not word distributions of the model (see Notes).\n")
+
+
+@fill_doc(shared_parameters=ENCODER_AND_TRAINING, fitted_attributes=_FITTED_ATTRIBUTES,
           count_policy=COUNT_POLICY + INTERRUPTS,
           batch_parameters=batch_parameters(64, "shuffle"),
           free_bits=FREE_BITS)
@@ -29,7 +36,7 @@ class ProdLDA(NeuralTopicModel):
 
     Words of a document are drawn from ``softmax(BN(theta @ beta))``: topics mix
     in natural-parameter space (a weighted product of experts) instead of as a
-    mixture, which gives sharper, more coherent topics than LDA. ``theta`` has a
+    mixture (the paper found its topics more coherent than LDA's). ``theta`` has a
     logistic-normal prior, the Laplace approximation of ``Dirichlet(alpha)`` in the
     softmax basis, and its posterior is amortised by an inference network.
 
