@@ -213,12 +213,25 @@ def test_check_ranking_sees_estimates_that_converge_slowly():
     quick = _checked([-7.0, -7.1], bias=[0.03, 0.01], half=[0.06, 0.02])  # rises halve
     with warnings.catch_warnings():
         warnings.simplefilter("error", RankingWarning)
-        assert check_ranking(quick)["settled"]
-    slow = _checked([-7.0, -7.1], bias=[0.03, 0.01], half=[0.033, 0.02])  # 0.91 of the last
+        report = check_ranking(quick)
+    assert report["settled"] and report["slow"] == []
+    assert report["bias_gap"] == pytest.approx(0.02)
+    # the best one's rises shrink by 0.91 per doubling: about 10 x 0.03 left
+    slow = _checked([-7.0, -7.1], bias=[0.03, 0.01], half=[0.033, 0.02])
     with pytest.warns(RankingWarning, match="more slowly than 1 / budget"):
         report = check_ranking(slow)
     assert report["slow"] == [0] and not report["settled"]
-    # a rise within its Monte Carlo error says nothing about the rate
+    assert report["bias_gap"] == pytest.approx(0.3 - 0.01)
+    # rises that grow: no bound on what is left
+    growing = _checked([-7.0, -7.1], bias=[0.01, 0.03], half=[0.02, 0.02])
+    with pytest.warns(RankingWarning, match="cannot rank"):
+        assert not check_ranking(growing)["settled"]
+    # slow, but by far not enough to close a lead of 1.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RankingWarning)
+        far = check_ranking(_checked([-7.0, -8.0], bias=[0.03, 0.01], half=[0.033, 0.02]))
+    assert far["slow"] == [0] and far["settled"]
+    # rises within their Monte Carlo noise say nothing about the rate
     noisy = _checked([-7.0, -7.1], stderr=0.02, bias=[0.01, 0.01], half=[0.01, 0.01])
     assert check_ranking(noisy)["slow"] == []
 

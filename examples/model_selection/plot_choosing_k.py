@@ -46,9 +46,10 @@ X_train, X_test = X[:300], X[300:]
 # %%
 # A grid search that reports its errors
 # -------------------------------------
-# With ``return_stderr=True`` the scorer returns three metrics, all per token: the
-# score, its Monte Carlo standard error and its budget check (how much the score
-# rose from half the particles: what is left of the bias is about as much).
+# With ``return_stderr=True`` the scorer returns several metrics, all per token: the
+# score, its Monte Carlo standard error and its budget checks (how much the score
+# rose from half the particles, and from a quarter to half: when each rise is about
+# half the one before, what is left of the bias is about as much as the last rise).
 # ``refit=refit_best`` refits the best candidate and issues a ``RankingWarning``
 # when its lead is within the errors; ``check_ranking`` gives the numbers.
 Ks = [2, 4, 6, 8, 12]
@@ -72,8 +73,9 @@ for w in caught:
 # %%
 # The same search scored by AIS with only 10 temperatures: its score rises a lot
 # from 5 to 10 temperatures, more for the larger models. The scorer checks its
-# budget at every call and warns while scoring; ``refit_best`` then refuses to
-# call the ranking settled.
+# budget at every call and warns while scoring (once per fold and candidate; with
+# ``n_jobs > 1`` in the worker processes); ``refit_best`` repeats the check on the
+# recorded biases in this process and refuses to call the ranking settled.
 with warnings.catch_warnings(record=True) as caught:
     warnings.simplefilter("always", RankingWarning)
     cheap = GridSearchCV(
@@ -84,8 +86,12 @@ with warnings.catch_warnings(record=True) as caught:
         cv=3,
     ).fit(X_train)
 print("AIS with 10 temperatures picks", cheap.best_params_)
+while_scoring = [w for w in caught if str(w.message).startswith("make_ais_scorer")]
+if while_scoring:
+    print(f"{len(while_scoring)} warnings while scoring, the first:", while_scoring[0].message)
 for w in caught:
-    print("warning:", w.message)
+    if w not in while_scoring:
+        print("refit_best:", w.message)
 
 # %%
 # The same candidates scored by AIS with 10 and with 300 temperatures (four chains)

@@ -18,10 +18,10 @@ used) and, when the scorer has one, its ``"bias_tolerance"``. :func:`refit_best`
 
 These estimators rise towards the truth with their budget. If they converge like
 1 / budget, the rise from half to the full budget estimates the bias left at the full
-one, and each rise is half the one before; when the last rise is more than
-0.75 times the one before, the estimates converge more slowly and
-the remaining bias may be several times the last rise (importance sampling of a
-large ProdLDA does this), which :func:`check_ranking` reports.
+one, and each rise is half the one before. When the rises shrink more slowly (by a
+factor r per doubling), the bias left is the last rise times r / (1 - r), several
+times the last rise for r near 1 (importance sampling of a large ProdLDA does this):
+:func:`check_ranking` estimates it so from the two rises.
 
 The AIS and importance-sampling scorers check their budget at every call and warn
 when the rise exceeds their ``bias_tolerance``; with ``n_temperatures="auto"`` the
@@ -83,10 +83,9 @@ AUTO_START = 50
 LIKELIHOOD_METRICS = ("score", "stderr", "bias", "bias_half", "budget", "bias_tolerance")
 
 
-#: :func:`check_ranking` reports a candidate's estimate as converging slowly when its
-#: rise from half the budget is more than this share of its rise one halving earlier.
-#: Convergence like 1 / budget gives 0.5 (1 / sqrt(budget) gives 0.71); the margin
-#: leaves room for the rises' own Monte Carlo noise.
+#: :func:`check_ranking` reports a candidate's estimate as converging slowly (``slow``)
+#: when its rise from half the budget is more than this share of its rise one halving
+#: earlier. Convergence like 1 / budget gives 0.5 (1 / sqrt(budget) gives 0.71).
 SLOW_CONVERGENCE = 0.75
 
 
@@ -648,7 +647,15 @@ def check_ranking(cv_results, *, score="score", stderr="stderr", bias="bias",
     * **Errors.** The lead of the best candidate over the next must exceed
       ``n_sigma`` standard errors plus the difference of their budget biases (an
       estimator biased low by more for one candidate can reverse a ranking: AIS
-      with few temperatures favours small models). The standard error is the
+      with few temperatures favours small models). A candidate's budget bias is
+      the rise of its score from half the budget, ``mean_test_<bias>``, which is
+      the bias left if the estimates converge like 1 / budget (each rise half the
+      one before). With ``mean_test_<bias>_half`` (the rise one halving earlier)
+      and both rises above ``n_sigma`` Monte Carlo errors, the ratio ``r`` of the
+      two rises is used instead, the bias left being the last rise times
+      ``r / (1 - r)`` (infinite for ``r >= 1``): estimates converging more slowly
+      than 1 / budget (``r`` above 0.75 marks them ``slow`` in the report) leave
+      several times their last rise, and the warning says so. The standard error is the
       larger of two: the cross-validation error, the standard deviation of the
       per-fold differences of the two candidates over ``sqrt(k)`` (which holds the
       folds' spread and, as each fold's score is an estimate, its Monte Carlo
@@ -659,13 +666,6 @@ def check_ranking(cv_results, *, score="score", stderr="stderr", bias="bias",
     * **Budget.** A candidate's budget bias (``mean_test_<bias>``, the rise of its
       score from half the budget) above ``bias_tolerance``, or unknown (NaN: a
       budget of 1).
-    * **Convergence.** For the best candidate and the runner-up: a rise from half
-      the budget more than 0.75 times the rise one halving
-      earlier (``mean_test_bias_half``), both rises exceeding ``n_sigma`` times the
-      candidate's Monte Carlo error.
-      The estimate then converges more slowly than 1 / budget, the remaining bias
-      may be several times the rise, and the bias gap above understates it: the
-      ranking is not settled.
 
     Parameters
     ----------
@@ -689,9 +689,10 @@ def check_ranking(cv_results, *, score="score", stderr="stderr", bias="bias",
         ``lead`` (difference of their mean scores), ``error`` (its standard
         error), ``error_kind`` (``"Monte Carlo"`` or ``"cross-validation"``, the
         larger), ``mc_error`` and ``cv_error`` (NaN when unknown), ``bias_gap``
-        (difference of their budget biases, 0 when unknown), ``over_tolerance``
-        and ``slow`` (indices of the candidates failing the budget and
-        convergence checks) and ``settled`` (bool).
+        (difference of their estimated budget biases, 0 when unknown),
+        ``over_tolerance`` (indices of the candidates whose bias exceeds the
+        tolerance), ``slow`` (those of the best candidate and the runner-up
+        converging more slowly than 1 / budget) and ``settled`` (bool).
 
     See Also
     --------
@@ -747,28 +748,35 @@ def check_ranking(cv_results, *, score="score", stderr="stderr", bias="bias",
                                     "cross-validation")
     else:
         combined, kind = cv_error, "cross-validation"
-    bias_gap = float(np.nan_to_num(abs(biases[best] - biases[runner_up])))
 
+    # the bias left at the full budget: if each doubling shrinks the rise by a factor
+    # r, what is left is the last rise times r / (1 - r) (1/budget: r = 1/2, the last
+    # rise itself); r is read from the two rises when both stand out of the noise
     halves = _mean(cv_results, f"{bias}_half", n) if bias is not None else np.full(n, np.nan)
-    slow = []
+    slow, left = [], {}
     for i in (best, runner_up):
-        ratio = biases[i] / halves[i] if halves[i] > 0 else np.nan
         noise = n_sigma * np.nan_to_num(mc[i])  # rises within the noise say nothing
-        if ratio > SLOW_CONVERGENCE and biases[i] > noise and halves[i] > noise:
+        ratio = 0.5
+        if biases[i] > noise and halves[i] > noise:
+            ratio = max(biases[i] / halves[i], 0.5)
+        if ratio > SLOW_CONVERGENCE:
             slow.append(i)
-    if slow:
-        detail = "; ".join(f"{params[i]}: {halves[i]:.4f} then {biases[i]:.4f}" for i in slow)
-        warn("The scores of the best candidate or the runner-up converge more slowly "
-             "than 1 / budget (rises from a quarter to half and from half to the full "
-             f"budget, per token: {detail}), so the bias left at the full budget may be "
-             "several times the last rise and the ranking can still change with a "
-             "larger budget. Raise the budget until the rises shrink by half per "
-             "doubling, or treat the candidates as equally good.", RankingWarning)
+        left[i] = (np.nan_to_num(biases[i]) * ratio / (1.0 - ratio) if ratio < 1.0
+                   else np.inf)
+    bias_gap = float(abs(left[best] - left[runner_up])) if np.isfinite(
+        left[best] + left[runner_up]) else np.inf
 
-    settled = bool(lead > n_sigma * np.nan_to_num(combined, nan=np.inf) + bias_gap) and not slow
-    if not settled and not slow:
+    settled = bool(lead > n_sigma * np.nan_to_num(combined, nan=np.inf) + bias_gap)
+    if not settled:
         budget = (" plus the difference of their estimated budget biases "
                   f"({bias_gap:.5f})" if bias_gap else "")
+        if slow:
+            detail = "; ".join(f"{params[i]}: {halves[i]:.4f} then {biases[i]:.4f}"
+                               for i in slow)
+            budget += (" (extrapolated: their scores converge more slowly than 1 / budget, "
+                       "rises from a quarter to half and from half to the full budget, "
+                       f"per token: {detail}; the bias left may be several times the "
+                       "last rise)")
         if bias_gap >= n_sigma * np.nan_to_num(combined):
             remedy = ("their budget biases differ by more than the errors: raise "
                       "n_particles / n_temperatures / n_samples")
@@ -796,9 +804,9 @@ def refit_best(cv_results, *, score="score", stderr="stderr", bias="bias", n_sig
     :func:`check_ranking`, which issues a :class:`RankingWarning` when the lead
     over the runner-up is within the errors (the larger of the folds' spread and
     the Monte Carlo errors of a scorer made with ``return_stderr=True``, plus the
-    difference of the budget biases), when a candidate's budget bias exceeds the
-    scorer's ``bias_tolerance``, or when the scores converge more slowly than
-    1 / budget. ``GridSearchCV(...).fit`` then says so itself, in the calling
+    difference of the budget biases, extrapolated from the last two rises when the
+    scores converge more slowly than 1 / budget), and when a candidate's budget bias
+    exceeds the scorer's ``bias_tolerance``. ``GridSearchCV(...).fit`` then says so itself, in the calling
     process whatever its ``n_jobs``, and refits the best candidate.
 
     Parameters
