@@ -11,7 +11,9 @@ from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, Transfo
 from ._evaluation._default_score import default_score
 from ._random import document_offset
 from ._version import __version__
+from .utils._devices import available_device, resolve_device
 from .utils._distributed import current_collective
+from .utils._generators import draw_seed
 from .utils._interrupt import deferred_interrupt
 from .utils._pickle import VERSION_KEY, check_pickle_version
 from .utils._sklearn_compat import (
@@ -20,7 +22,7 @@ from .utils._sklearn_compat import (
     _fit_context,
     check_is_fitted,
 )
-from .utils._torch import available_device, draw_seed, resolve_device, thread_scope
+from .utils._threads import thread_scope
 from .utils._validation import EmptyDocumentWarning, check_count_matrix
 from .utils._warnings import warn
 

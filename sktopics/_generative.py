@@ -6,7 +6,7 @@ likelihood of the words given them, the vocabulary size, and the capabilities th
 evaluators of :mod:`sktopics.model_selection` dispatch on. The evaluators consume
 only this object, never an estimator's class. All arrays are CPU numpy; the
 ``torch`` methods take tensors on whatever device the caller works on, and convert
-each array once per device and dtype (a :class:`~sktopics.utils._torch.TensorCache`),
+each array once per device and dtype (a :class:`~sktopics.utils._modules.TensorCache`),
 not once per call: the evaluation engines call them in hot loops.
 
 This module is maths only: it imports numpy and torch, never scikit-learn or skorch.
@@ -52,7 +52,7 @@ from typing import Callable, NamedTuple, Optional, Protocol, runtime_checkable
 import numpy as np
 import torch
 
-from .utils._torch import TensorCache
+from .utils._modules import TensorCache
 
 __all__ = [
     "GenerativeModel",

@@ -41,7 +41,7 @@ from ._generative import (
     sequence_log_likelihood,
 )
 from .pam import PAMStructure
-from .utils._torch import TensorCache
+from .utils._modules import TensorCache
 
 __all__ = [
     "EdgeLayout",

@@ -39,17 +39,15 @@ from sktopics.model_selection import (
     make_ratio_ais_scorer,
     ratio_ais,
 )
-from sktopics.utils._torch import (
+from sktopics.utils._devices import (
     DeviceWarning,
-    FrozenModule,
-    TensorCache,
     available_device,
     check_deterministic_support,
     device_budget,
-    evaluation_mode,
     resolve_device,
-    rng_scope,
 )
+from sktopics.utils._generators import rng_scope
+from sktopics.utils._modules import FrozenModule, TensorCache, evaluation_mode
 
 from ._instances import TEST_DEVICE
 
@@ -430,7 +428,7 @@ def test_device_resident_corpus_batches_like_scipy():
 _LOADER = textwrap.dedent("""
     import pickle, sys, warnings
     import numpy as np, torch
-    from sktopics.utils._torch import DeviceWarning
+    from sktopics.utils._devices import DeviceWarning
     blob, X = pickle.load(open(sys.argv[1], "rb"))
     assert not torch.cuda.is_available()
     with warnings.catch_warnings(record=True) as caught:

@@ -17,7 +17,7 @@ from sklearn.pipeline import Pipeline
 
 from sktopics import AVITM, ProdLDA, top_words
 from sktopics.datasets import make_lda_corpus
-from sktopics.utils._torch import resolve_device
+from sktopics.utils._devices import resolve_device
 
 from ._instances import TEST_DEVICE
 

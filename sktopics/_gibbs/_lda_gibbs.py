@@ -10,11 +10,12 @@ import torch
 
 from .._base import BaseTopicModel
 from .._generative import DirichletPrior, GenerativeView, MixtureLikelihood
+from ..utils._devices import device_budget
 from ..utils._distributed import current_collective
 from ..utils._docstring import N_JOBS, fill_doc
+from ..utils._generators import make_generator
 from ..utils._interrupt import stop_now
 from ..utils._sklearn_compat import Interval, StrOptions
-from ..utils._torch import device_budget, make_generator
 from ..utils._validation import check_doc_topic_prior
 from ._chain import ChainMemory, draw_given_topics
 from ._fused import fused_dense_available

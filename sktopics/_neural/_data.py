@@ -3,15 +3,15 @@
 import numpy as np
 import torch
 
+from ..utils._devices import csr_to_dense_tensor, device_budget
 from ..utils._distributed import current_collective
-from ..utils._torch import csr_to_dense_tensor, device_budget
 from ._sparse import ColumnMajor, SparseRows
 
 __all__ = ["CSRDataset", "CSRBatchIterator", "DeviceCSR", "corpus_word_counts",
            "natural_batches"]
 
 #: float32 elements of device memory the non-zero values of a corpus may take (free
-#: memory permitting, see :func:`~sktopics.utils._torch.device_budget`) before they
+#: memory permitting, see :func:`~sktopics.utils._devices.device_budget`) before they
 #: stay on the host.
 _RESIDENT_ELEMENTS = 1 << 28
 

@@ -12,14 +12,9 @@ from .._base import BaseTopicModel
 from .._generative import GenerativeView, LogisticNormalPrior, laplace_logistic_normal
 from ..utils._distributed import current_collective
 from ..utils._fingerprint import count_fingerprint
+from ..utils._generators import make_generator, rng_scope, seed_generators
+from ..utils._modules import FrozenModule, evaluation_mode
 from ..utils._sklearn_compat import Interval, StrOptions
-from ..utils._torch import (
-    FrozenModule,
-    evaluation_mode,
-    make_generator,
-    rng_scope,
-    seed_generators,
-)
 from ..utils._validation import check_doc_topic_prior
 from ..utils._warnings import warn
 from ._data import CSRBatchIterator, CSRDataset, natural_batches
@@ -393,7 +388,7 @@ class NeuralTopicModel(BaseTopicModel):
 class EncoderProposal:
     """The amortised posterior q(h | x) of a fitted encoder, as ``x -> (loc, scale)``.
 
-    Holds a frozen copy of the encoder (:class:`~sktopics.utils._torch.FrozenModule`),
+    Holds a frozen copy of the encoder (:class:`~sktopics.utils._modules.FrozenModule`),
     so that evaluating on any device never moves or switches the estimator's own.
     """
 

@@ -18,8 +18,8 @@ from .._generative_pam import (
     pam_laplace_prior,
 )
 from ..utils._distributed import current_collective
+from ..utils._modules import evaluation_mode
 from ..utils._sklearn_compat import Interval, StrOptions, check_is_fitted
-from ..utils._torch import evaluation_mode
 from ._data import corpus_word_counts
 from ._estimator import NeuralTopicModel
 from ._pam_modules import LOGVAR_NORMS, PAMVAE, StructuredEncoder

@@ -7,8 +7,8 @@ vocabulary. :class:`InconsistentVersionWarning`: an estimator is unpickled by an
 version of sktopics than the one that pickled it.
 """
 
+from ._devices import DeviceWarning
 from ._pickle import InconsistentVersionWarning
-from ._torch import DeviceWarning
 from ._validation import EmptyDocumentWarning
 
 __all__ = ["DeviceWarning", "EmptyDocumentWarning", "InconsistentVersionWarning"]
