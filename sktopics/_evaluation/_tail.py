@@ -70,19 +70,20 @@ class _Block:
     """
 
     def __init__(self, index, first, stop, r0, r1):
+        # ``index``: the places of rows r0:r1 at positions first:stop (-1: none)
         self.first, self.stop, self.r0, self.r1 = first, stop, r0, r1
-        index = index[r0:r1, first:stop]
         self.valid = index >= 0
         self.at = index.clamp_min(0)
-        self.ones = self.valid.to(torch.float32).unsqueeze(-1)
         self.flat = index[self.valid]
-        self._tok = (None, None)
+
+    @property
+    def ones(self):
+        """``valid`` as float32 (rows, positions, 1), made per sweep, not kept."""
+        return self.valid.to(torch.float32).unsqueeze(-1)
 
     def tok(self, tok):
-        """``tok[at]``, kept for the batch's (unchanging) per-token table indices."""
-        if self._tok[0] is not tok:
-            self._tok = (tok, tok[self.at])
-        return self._tok[1]
+        """``tok[at]``, gathered per sweep rather than kept."""
+        return tok[self.at]
 
 
 class TailLayout:
@@ -98,19 +99,19 @@ class TailLayout:
         self.blocks = []
         if n_pos <= 0:
             return
-        rows = n_active[start]
         active = torch.as_tensor(n_active[start:], device=device).view(1, -1)
-        r = torch.arange(rows, device=device).view(-1, 1)
         base = torch.as_tensor(offsets[start:], device=device).view(1, -1)
-        index = torch.where(r < active, base + r, torch.full_like(r + base, -1))
         # blocks over all the rows still there: a row solved on its own would restart
         # from its own first changed draw (a quarter less work), but the operations
-        # on fewer rows cost more than that saves (measured)
+        # on fewer rows cost more than that saves (measured). Each block's index is
+        # built for its own rows and positions, never the (rows x positions) whole.
         first = 0
         while first < n_pos:
             n_rows = n_active[start + first]
             width = max(16, min(1024, _BLOCK_ELEMENTS // max(n_rows * n_topics, 1)))
             stop = min(n_pos, first + width)
+            r = torch.arange(n_rows, device=device).view(-1, 1)
+            index = torch.where(r < active[:, first:stop], base[:, first:stop] + r, -1)
             self.blocks.append(_Block(index, first, stop, 0, n_rows))
             first = stop
 
