@@ -12,7 +12,7 @@ import numpy as np
 import torch
 
 from .._random import normal, row_keys, uniform
-from ..utils._torch import device_budget
+from ..utils._devices import device_budget
 from ._tokens import MAX_ELEMENTS, PerDocument, schedule
 
 __all__ = ["continuous_ais", "gaussian_prior", "to_theta"]

@@ -6,7 +6,7 @@ import numpy as np
 import torch
 
 from .._random import counter_log_dirichlet, normal, row_keys, uniform
-from ..utils._torch import device_budget
+from ..utils._devices import device_budget
 from ._hmc import gaussian_log_density, gaussian_prior, to_theta
 from ._tokens import PerDocument, logmeanexp_stats
 

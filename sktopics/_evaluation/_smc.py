@@ -18,7 +18,7 @@ import numpy as np
 import torch
 
 from .._random import bits, row_keys, uniform
-from ..utils._torch import device_budget
+from ..utils._devices import device_budget
 from ._pam_paths import PAMPathPredictive, path_arrays
 from ._resampling import may_hold_any, systematic_ancestors
 from ._tokens import PerDocument, batches, expand_tokens, logmeanexp_stats

@@ -16,7 +16,7 @@ import numpy as np
 import torch
 
 from .._random import bits, row_keys, stream_uniform
-from ..utils._torch import device_budget
+from ..utils._devices import device_budget
 from ._tail import TailLayout, tail_start
 
 __all__ = [

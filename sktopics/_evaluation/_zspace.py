@@ -33,7 +33,7 @@ import numpy as np
 import torch
 
 from .._random import counter_log_dirichlet
-from ..utils._torch import device_budget
+from ..utils._devices import device_budget
 from ._resampling import resample_chains
 from ._tail import fixed_point_sweep
 from ._tokens import MAX_ELEMENTS, PerDocument, schedule, token_batches

@@ -21,7 +21,7 @@ from .._evaluation._progress import Progress
 from .._evaluation._tokens import schedule as make_schedule
 from .._evaluation._zspace import resolve_kernel, z_ais
 from ..utils._sklearn_compat import Interval, StrOptions, validate_params
-from ..utils._torch import threads_from_n_jobs
+from ..utils._threads import threads_from_n_jobs
 from ._preamble import prepare, run_settings
 from ._results import HeldOutLikelihood
 

@@ -14,7 +14,7 @@ import torch
 from .._evaluation._importance import importance_sampling
 from .._evaluation._progress import Progress
 from ..utils._sklearn_compat import Interval, validate_params
-from ..utils._torch import threads_from_n_jobs
+from ..utils._threads import threads_from_n_jobs
 from ._preamble import prepare, run_settings
 from ._results import HeldOutLikelihood
 

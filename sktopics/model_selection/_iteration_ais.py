@@ -17,8 +17,9 @@ from .._evaluation._ratio import iteration_segments
 from .._evaluation._tokens import schedule as _schedule
 from .._evaluation._zspace import resolve_kernel
 from .._random import root_key
+from ..utils._devices import resolve_device
 from ..utils._sklearn_compat import Interval, StrOptions, validate_params
-from ..utils._torch import resolve_device, threads_from_n_jobs
+from ..utils._threads import threads_from_n_jobs
 from ._preamble import evaluated_model, held_out_counts, seed_of
 from ._results import HeldOutLikelihood
 

@@ -15,7 +15,7 @@ import torch
 from .._evaluation._progress import Progress
 from .._evaluation._smc import require_sequential_mixture, smc_log_likelihood
 from ..utils._sklearn_compat import Interval, validate_params
-from ..utils._torch import threads_from_n_jobs
+from ..utils._threads import threads_from_n_jobs
 from ._preamble import prepare, run_settings
 from ._results import HeldOutLikelihood
 

@@ -14,9 +14,9 @@ import torch
 
 from .._evaluation._views import check_eval_counts, generative_view, latent_of
 from .._random import root_key
+from ..utils._devices import resolve_device
 from ..utils._distributed import current_collective
 from ..utils._pipeline import split_pipeline
-from ..utils._torch import resolve_device
 
 __all__ = ["EvaluatedModel", "Evaluation", "evaluated_model", "held_out_counts", "prepare",
            "run_settings", "seed_of"]

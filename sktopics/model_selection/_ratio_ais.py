@@ -41,9 +41,10 @@ from .._evaluation._tokens import schedule as _schedule
 from .._evaluation._views import topic_distributions
 from .._evaluation._zspace import resolve_kernel
 from .._random import root_key
+from ..utils._devices import resolve_device
 from ..utils._pipeline import final_estimator, split_pipeline
 from ..utils._sklearn_compat import Interval, StrOptions, validate_params
-from ..utils._torch import resolve_device, threads_from_n_jobs
+from ..utils._threads import threads_from_n_jobs
 from ..utils._warnings import warn
 from ._ais import ais_log_likelihood
 from ._preamble import evaluated_model, held_out_counts, run_settings
