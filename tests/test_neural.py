@@ -427,8 +427,9 @@ def test_avitm_warns_when_every_document_gets_the_same_proportions(corpus):
     np.testing.assert_allclose(model.transform(corpus), 0.25, rtol=1e-5)
     for X, advice in ((corpus, "fewer topics"),
                       (TfidfTransformer().fit_transform(corpus), "tf-idf")):
-        with pytest.warns(UserWarning, match=f"near-duplicates.*{advice}"):
+        with pytest.warns(UserWarning, match=f"collapsed.*{advice}") as record:
             model._warn_if_collapsed(X)
+        assert "free_bits" not in str(record[0].message)  # free_bits is already > 0
 
 
 def test_the_collapse_check_asks_more_of_fractional_weights(corpus):
@@ -449,6 +450,63 @@ def test_the_collapse_check_asks_more_of_fractional_weights(corpus):
     assert share == pytest.approx(0.2) and not counts  # counts: below 1.5 / K only
     tfidf, _, message = proportions_collapse(Stub(), TfidfTransformer().fit_transform(corpus))
     assert tfidf and "tf-idf" in message  # fractional weights: below 4 / K
+
+
+class _ProportionsStub:
+    """A fitted model's stand-in whose every document's largest topic share is ``top``."""
+
+    def __init__(self, n_components, top, components, free_bits=0.25):
+        self.n_components, self.top, self.free_bits = n_components, top, free_bits
+        self.components_ = components
+
+    def _transform(self, X):
+        theta = np.full((X.shape[0], self.n_components),
+                        (1 - self.top) / (self.n_components - 1))
+        theta[:, 0] = self.top
+        return theta
+
+
+def _distinct_topics(n_topics, n_words):
+    """Topic-word weights whose top-10 words overlap by 2 between neighbours."""
+    weights = np.zeros((n_topics, n_words))
+    for k in range(n_topics):
+        weights[k, (8 * k + np.arange(10)) % n_words] = np.arange(10, 0, -1)
+    return weights
+
+
+@pytest.mark.parametrize("n_topics", [4, 5])
+def test_the_fractional_bar_stays_below_one_half_at_small_k(corpus, n_topics):
+    from sktopics._neural._collapse import proportions_collapse
+
+    distinct = _distinct_topics(n_topics, corpus.shape[1])
+    scaled = sp.csr_matrix(corpus, dtype=np.float64) * 3.5
+    assert np.any(scaled.data % 1)  # fractional values, the counts' relative weights
+    # A healthy share, fractional input: 4 / K would be 1 at K = 4 and 0.8 at K = 5.
+    fires, share, _ = proportions_collapse(_ProportionsStub(n_topics, 0.55, distinct), scaled)
+    assert share == pytest.approx(0.55) and not fires
+    # Weak but not collapsed (between 1.5 / K and 1 / 2): the raw-counts advice only.
+    fires, _, message = proportions_collapse(_ProportionsStub(n_topics, 0.45, distinct), scaled)
+    assert fires and "raw counts" in message and "collapsed" not in message
+    assert "near-duplicate" not in message and "share 8" not in message  # none exist
+    # The same shares on counts: no warning.
+    for top in (0.45, 0.55):
+        assert not proportions_collapse(_ProportionsStub(n_topics, top, distinct), corpus)[0]
+
+
+@pytest.mark.parametrize("n_topics", [4, 5])
+def test_the_collapse_message_says_only_what_holds(corpus, n_topics):
+    from sktopics._neural._collapse import proportions_collapse
+
+    flat = 1.2 / n_topics  # below 1.5 / K: collapsed
+    distinct = _distinct_topics(n_topics, corpus.shape[1])
+    same = np.tile(np.linspace(1, 0, corpus.shape[1]), (n_topics, 1))
+    fires, _, message = proportions_collapse(_ProportionsStub(n_topics, flat, distinct), corpus)
+    assert fires and "collapsed" in message and "top words" not in message
+    assert "fewer topics" in message and "free_bits" not in message  # free_bits > 0 already
+    fires, _, message = proportions_collapse(
+        _ProportionsStub(n_topics, flat, same, free_bits=0.0), corpus)
+    assert fires and f"{n_topics} of {n_topics} topics share 8" in message
+    assert "free_bits above 0" in message
 
 
 def test_free_bits_floor_each_dimensions_batch_mean_kl():
@@ -501,3 +559,15 @@ def test_free_bits_leave_a_fit_whose_dimensions_stay_above_the_floor_unchanged(c
     default = fitted(cls, corpus)
     elbo = fitted(cls, corpus, free_bits=0.0)
     np.testing.assert_array_equal(default.components_, elbo.components_)
+
+
+def test_the_collapse_check_runs_once_per_fit(corpus, monkeypatch):
+    checked = []
+    monkeypatch.setattr(AVITM, "_warn_if_collapsed", lambda self, X=None: checked.append(X))
+    model = AVITM(4, random_state=0, **FAST)
+    for _ in range(3):  # a stream: checked on its first call only
+        model.partial_fit(corpus)
+    assert len(checked) == 1
+    model.fit(corpus)
+    model.set_params(warm_start=True).fit(corpus)
+    assert len(checked) == 3

@@ -1,4 +1,4 @@
-"""The check behind AVITM's warning that its topics collapsed into near-duplicates."""
+"""The check behind AVITM's warnings that its documents barely tell the topics apart."""
 
 import numpy as np
 
@@ -7,10 +7,12 @@ __all__ = ["proportions_collapse"]
 #: Training documents (evenly spaced) whose topic proportions the check reads.
 _SAMPLE = 2000
 
-#: The check fires when the mean largest topic share is below this many times 1 / K:
-#: counts, and fractional weights (tf-idf), which carry less evidence per document.
+#: Collapse: the mean largest topic share is below this many times 1 / K.
 _FACTOR = 1.5
+#: Fractional input (tf-idf weights), which carries less evidence per document, is
+#: held to this many times 1 / K, but never above a share of one half.
 _FRACTIONAL_FACTOR = 4.0
+_FRACTIONAL_CAP = 0.5
 
 
 def _near_duplicates(topic_word, top_n=10, shared=8):
@@ -22,15 +24,16 @@ def _near_duplicates(topic_word, top_n=10, shared=8):
 
 
 def proportions_collapse(model, X):
-    """Whether a fitted neural model gives every document nearly uniform proportions.
+    """Whether a fitted neural model's documents barely tell its topics apart.
 
-    When every document gets the same proportions, no document tells the topics
-    apart: the encoder has collapsed to the prior and the topics are interchangeable
-    near-duplicates. The check reads ``transform`` on up to 2,000 evenly spaced
-    documents of ``X`` and fires when their mean largest topic share is below
-    1.5 / K, or below 4 / K when ``X`` has fractional values (tf-idf weights, which
-    gave AVITM 1.5-3.2 / K where the same documents' counts gave 2.6 / K or more;
-    ``research/avitm_duplicates.py``).
+    When every document gets nearly the same proportions, the encoder has collapsed
+    to the prior and no document tells the topics apart. The check reads
+    ``transform`` on up to 2,000 evenly spaced documents of ``X`` and fires when
+    their mean largest topic share is below 1.5 / K (a collapse), or, when ``X`` has
+    fractional values, below ``min(4 / K, 1 / 2)``: tf-idf weights gave AVITM
+    1.5-3.2 / K where the same documents' counts gave 2.6 / K or more
+    (``research/avitm_duplicates.py``), and the cap keeps the bar below one at
+    small K, where 4 / K would flag every fit.
 
     Parameters
     ----------
@@ -40,11 +43,11 @@ def proportions_collapse(model, X):
 
     Returns
     -------
-    collapsed : bool
+    fires : bool
     share : float
         The mean largest topic share (NaN when not checked: K < 4 or no tokens).
     message : str
-        What happened and what to do, for the warning.
+        What happened and what to do, for the warning (empty when not checked).
     """
     n_topics = model.n_components
     rows = np.unique(np.linspace(0, X.shape[0] - 1, min(X.shape[0], _SAMPLE)).astype(np.int64))
@@ -53,22 +56,29 @@ def proportions_collapse(model, X):
     if n_topics < 4 or probe.shape[0] == 0:
         return False, float("nan"), ""
     share = float(model._transform(probe).max(axis=1).mean())
-    message = (
-        f"{type(model).__name__}: the topics collapsed into near-duplicates: the "
-        f"documents get nearly the same topic proportions (mean largest share "
-        f"{share:.3f}; uniform is {1 / n_topics:.3f}), so they barely tell the topics "
-        f"apart ({_near_duplicates(model.components_)} of {n_topics} topics share 8 or "
-        "more of their 10 top words with another). "
-    )
     fractional = bool(np.any(probe.data != np.round(probe.data)))
+    collapsed = share < _FACTOR / n_topics
+    name = type(model).__name__
+    measured = f"mean largest topic share {share:.3f}; uniform is {1 / n_topics:.3f}"
+    if collapsed:
+        message = (f"{name}: the topic proportions collapsed: the documents get nearly "
+                   f"the same proportions ({measured}), so they barely tell the topics "
+                   "apart. ")
+    else:
+        message = (f"{name}: the documents' topic proportions are weak ({measured}). ")
+    duplicates = _near_duplicates(model.components_)
+    if duplicates:
+        message += (f"{duplicates} of {n_topics} topics share 8 or more of their 10 top "
+                    "words with another. ")
     if fractional:
-        message += (
-            "The input has fractional values (tf-idf weights?): the model reads them as "
-            "counts, and a document whose weights sum to a few units is too little "
-            "evidence for its topics. Fit raw counts (CountVectorizer)."
-        )
+        message += ("The input has fractional values (tf-idf weights?): the model reads "
+                    "them as counts, and a document whose weights sum to a few units is "
+                    "little evidence for its topics. Pass raw counts (CountVectorizer).")
+    elif getattr(model, "free_bits", 0) > 0:
+        message += ("The documents may be too short for this many topics: fit fewer "
+                    "topics (see the user guide).")
     else:
         message += ("The documents may be too short for this many topics: fit fewer "
-                    "topics, or keep free_bits above 0 (see the user guide).")
-    factor = _FRACTIONAL_FACTOR if fractional else _FACTOR
-    return share < factor / n_topics, share, message
+                    "topics, or set free_bits above 0 (see the user guide).")
+    bar = min(_FRACTIONAL_FACTOR / n_topics, _FRACTIONAL_CAP) if fractional else 0.0
+    return collapsed or share < bar, share, message.rstrip()

@@ -40,9 +40,11 @@ warm_start : bool, default=False
     ``fit`` trains ``max_iter`` more epochs. After an interrupted fit (Ctrl-C,
     see Notes), a warm ``fit`` on the same data with the same ``max_iter``
     finishes the interrupted run instead: the remaining epochs, with its seed,
-    which give the fit an uninterrupted run would have given (identical at a
-    given number of threads). On other data or with another ``max_iter`` it
-    starts a new run.
+    which give the fit an uninterrupted run with the same data, ``max_iter``
+    and other parameters would have given (identical at a given number of
+    threads). On other data or with another ``max_iter`` it starts a new run;
+    only those two are compared, so changing other parameters in between still
+    continues the old run, which then need not match any uninterrupted run.
 callbacks : list of skorch callbacks or None, default=None
     Extra ``(name, callback)`` pairs or callbacks forwarded to the private
     skorch net (``history_`` holds what they record).

@@ -198,7 +198,9 @@ class NeuralTopicModel(BaseTopicModel):
                 raise
         self.n_iter_ = len(net.history)
         self.topic_word_prior_ = None
-        self._warn_if_collapsed(train)
+        # Once per fit: on fit and the first partial_fit, on one rank.
+        if (epochs is None or not warm) and (collective is None or collective.rank == 0):
+            self._warn_if_collapsed(train)
         return self
 
     def _model_arrays(self):

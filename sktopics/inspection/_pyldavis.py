@@ -39,6 +39,16 @@ def to_pyldavis(estimator, X, *, feature_names=None):
         (n_features,) and ``term_frequency`` (n_features,), as pyLDAvis documents
         them: rows of the two distributions sum to 1, lengths and frequencies are
         token counts of ``X``.
+
+    Notes
+    -----
+    ``pyLDAvis.prepare`` recomputes the overall term frequency from
+    ``topic_term_dists`` weighted by the documents' topic proportions, not from
+    ``term_frequency``. For an LDA-type model that mixture is close to the
+    corpus's word frequencies. A ProdLDA's documents are products of experts,
+    not mixtures of its exported topics, so for a ProdLDA the panel's blue
+    "overall term frequency" bars, and the relevance and lift computed from
+    them, are not the corpus's.
     """
     model, counts = split_pipeline(estimator, X)  # the vectorizer runs once
     doc_topic = np.asarray(model.transform(counts), dtype=np.float64)
