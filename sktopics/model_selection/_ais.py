@@ -13,7 +13,6 @@ evaluated with the same ``random_state`` share their random numbers.
 import numbers
 
 import numpy as np
-import torch
 
 from .._evaluation._hmc import continuous_ais
 from .._evaluation._pam_paths import pam_ais
@@ -22,7 +21,7 @@ from .._evaluation._tokens import schedule as make_schedule
 from .._evaluation._zspace import resolve_kernel, z_ais
 from ..utils._sklearn_compat import Interval, StrOptions, validate_params
 from ..utils._threads import threads_from_n_jobs
-from ._preamble import prepare, run_settings
+from ._preamble import RUN_CONSTRAINTS, prepare, run_settings
 from ._results import HeldOutLikelihood
 
 __all__ = ["ais_log_likelihood"]
@@ -42,10 +41,7 @@ __all__ = ["ais_log_likelihood"]
         "n_leapfrog": [Interval(numbers.Integral, 1, None, closed="left")],
         "start": [StrOptions({"proposal", "prior"})],
         "target_acceptance": [None, Interval(numbers.Real, 0, 1, closed="neither")],
-        "device": [None, str, torch.device],
-        "n_jobs": [None, numbers.Integral],
-        "random_state": ["random_state"],
-        "verbose": ["verbose"],
+        **RUN_CONSTRAINTS,
     },
     prefer_skip_nested_validation=True,
 )

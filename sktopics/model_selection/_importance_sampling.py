@@ -9,13 +9,12 @@ prior (or from the prior alone when the model has no encoder), weighted by
 import numbers
 
 import numpy as np
-import torch
 
 from .._evaluation._importance import importance_sampling
 from .._evaluation._progress import Progress
 from ..utils._sklearn_compat import Interval, validate_params
 from ..utils._threads import threads_from_n_jobs
-from ._preamble import prepare, run_settings
+from ._preamble import RUN_CONSTRAINTS, prepare, run_settings
 from ._results import HeldOutLikelihood
 
 __all__ = ["importance_sampling_log_likelihood"]
@@ -26,10 +25,7 @@ __all__ = ["importance_sampling_log_likelihood"]
         "estimator": "no_validation",
         "X": ["array-like", "sparse matrix"],
         "n_samples": [Interval(numbers.Integral, 1, None, closed="left")],
-        "device": [None, str, torch.device],
-        "n_jobs": [None, numbers.Integral],
-        "random_state": ["random_state"],
-        "verbose": ["verbose"],
+        **RUN_CONSTRAINTS,
     },
     prefer_skip_nested_validation=True,
 )

@@ -10,7 +10,6 @@ so the later segments are cheap: a warm start.
 import numbers
 
 import numpy as np
-import torch
 
 from .._evaluation._progress import Progress
 from .._evaluation._ratio import iteration_segments
@@ -20,7 +19,7 @@ from .._random import root_key
 from ..utils._devices import resolve_device
 from ..utils._sklearn_compat import Interval, StrOptions, validate_params
 from ..utils._threads import threads_from_n_jobs
-from ._preamble import evaluated_model, held_out_counts, seed_of
+from ._preamble import RUN_CONSTRAINTS, evaluated_model, held_out_counts, seed_of
 from ._results import HeldOutLikelihood
 
 __all__ = ["iteration_ais"]
@@ -46,10 +45,7 @@ def _snapshot_mixture(snapshot, dirichlet_approximation):
         "kernel": [StrOptions({"auto", "collapsed", "blocked"})],
         "resample_threshold": [Interval(numbers.Real, 0, 1, closed="both")],
         "dirichlet_approximation": ["boolean"],
-        "device": [None, str, torch.device],
-        "n_jobs": [None, numbers.Integral],
-        "random_state": ["random_state"],
-        "verbose": ["verbose"],
+        **RUN_CONSTRAINTS,
     },
     prefer_skip_nested_validation=True,
 )

@@ -10,13 +10,12 @@ per-position particle means is biased upwards).
 import numbers
 
 import numpy as np
-import torch
 
 from .._evaluation._progress import Progress
 from .._evaluation._smc import require_sequential_mixture, smc_log_likelihood
 from ..utils._sklearn_compat import Interval, validate_params
 from ..utils._threads import threads_from_n_jobs
-from ._preamble import prepare, run_settings
+from ._preamble import RUN_CONSTRAINTS, prepare, run_settings
 from ._results import HeldOutLikelihood
 
 __all__ = ["document_completion_log_likelihood", "left_to_right_log_likelihood"]
@@ -31,10 +30,7 @@ __all__ = ["document_completion_log_likelihood", "left_to_right_log_likelihood"]
         "resample_threshold": [Interval(numbers.Real, 0, 1, closed="both")],
         "rejuvenate": ["boolean"],
         "dirichlet_approximation": ["boolean"],
-        "device": [None, str, torch.device],
-        "n_jobs": [None, numbers.Integral],
-        "random_state": ["random_state"],
-        "verbose": ["verbose"],
+        **RUN_CONSTRAINTS,
     },
     prefer_skip_nested_validation=True,
 )
@@ -113,10 +109,7 @@ def left_to_right_log_likelihood(
         "n_particles": [Interval(numbers.Integral, 1, None, closed="left")],
         "n_filters": [Interval(numbers.Integral, 1, None, closed="left")],
         "dirichlet_approximation": ["boolean"],
-        "device": [None, str, torch.device],
-        "n_jobs": [None, numbers.Integral],
-        "random_state": ["random_state"],
-        "verbose": ["verbose"],
+        **RUN_CONSTRAINTS,
     },
     prefer_skip_nested_validation=True,
 )

@@ -18,8 +18,17 @@ from ..utils._devices import resolve_device
 from ..utils._distributed import current_collective
 from ..utils._pipeline import split_pipeline
 
-__all__ = ["EvaluatedModel", "Evaluation", "evaluated_model", "held_out_counts", "prepare",
+__all__ = ["RUN_CONSTRAINTS", "EvaluatedModel", "Evaluation", "evaluated_model", "held_out_counts", "prepare",
            "run_settings", "seed_of"]
+
+
+#: The parameter constraints of how an evaluation runs, shared by the public functions.
+RUN_CONSTRAINTS = {
+    "device": [None, str, torch.device],
+    "n_jobs": [None, numbers.Integral],
+    "random_state": ["random_state"],
+    "verbose": ["verbose"],
+}
 
 
 class EvaluatedModel(NamedTuple):

@@ -30,7 +30,6 @@ the models (``benchmarks/results/model_selection.md``).
 import numbers
 
 import numpy as np
-import torch
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 
@@ -47,7 +46,7 @@ from ..utils._sklearn_compat import Interval, StrOptions, validate_params
 from ..utils._threads import threads_from_n_jobs
 from ..utils._warnings import warn
 from ._ais import ais_log_likelihood
-from ._preamble import evaluated_model, held_out_counts, run_settings
+from ._preamble import RUN_CONSTRAINTS, evaluated_model, held_out_counts, run_settings
 from ._results import ModelComparison
 
 __all__ = ["align_topics", "ratio_ais"]
@@ -107,10 +106,7 @@ def align_topics(estimator_a, estimator_b):
         "kernel": [StrOptions({"auto", "collapsed", "blocked"})],
         "align_topics": ["boolean"],
         "dirichlet_approximation": ["boolean"],
-        "device": [None, str, torch.device],
-        "n_jobs": [None, numbers.Integral],
-        "random_state": ["random_state"],
-        "verbose": ["verbose"],
+        **RUN_CONSTRAINTS,
     },
     prefer_skip_nested_validation=True,
 )
