@@ -79,7 +79,25 @@ def _cpu_jiffies():
     return busy, (fields[7] if len(fields) > 7 else 0)
 
 
-class MachineLoad:
+class _Sampling:
+    """A thread that calls ``_sample()`` every ``interval`` seconds between
+    ``_start_sampling()`` and ``_stop_sampling()``."""
+
+    def _start_sampling(self):
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._watch, daemon=True)
+        self._thread.start()
+
+    def _stop_sampling(self):
+        self._stop.set()
+        self._thread.join()
+
+    def _watch(self):
+        while not self._stop.wait(self.interval):
+            self._sample()
+
+
+class MachineLoad(_Sampling):
     """What else ran on the machine while a benchmark did.
 
     Records the load averages at the start and the end, samples the 1-minute load
@@ -100,14 +118,11 @@ class MachineLoad:
         self.samples = [self.start[0]]
         self._jiffies, self._own = _cpu_jiffies(), _own_cpu_seconds()
         self._tic = time.monotonic()
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._watch, daemon=True)
-        self._thread.start()
+        self._start_sampling()
         return self
 
     def __exit__(self, *exc):
-        self._stop.set()
-        self._thread.join()
+        self._stop_sampling()
         self.wall = time.monotonic() - self._tic
         self.end = os.getloadavg()
         self.uptime_end = _uptime()
@@ -120,9 +135,8 @@ class MachineLoad:
             self.other_cores = max(0.0, busy - (own - self._own)) / self.wall
             self.steal_cores = (jiffies[1] - self._jiffies[1]) / hz / self.wall
 
-    def _watch(self):
-        while not self._stop.wait(self.interval):
-            self.samples.append(os.getloadavg()[0])
+    def _sample(self):
+        self.samples.append(os.getloadavg()[0])
 
     @property
     def verdict(self):
@@ -250,7 +264,7 @@ def load_pam_corpus(name, data_home=None):
     return train, test, X, test.data.tocsr()
 
 
-class PeakRSS:
+class PeakRSS(_Sampling):
     """Peak resident memory (bytes) of this process while the context is open, sampled
     every ``interval`` seconds in a thread (and at both ends); ``baseline`` is the
     resident memory on entry."""
@@ -260,14 +274,11 @@ class PeakRSS:
 
     def __enter__(self):
         self.baseline = self.peak = self._rss()
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._watch, daemon=True)
-        self._thread.start()
+        self._start_sampling()
         return self
 
     def __exit__(self, *exc):
-        self._stop.set()
-        self._thread.join()
+        self._stop_sampling()
         self.peak = max(self.peak, self._rss())
 
     @property
@@ -275,9 +286,8 @@ class PeakRSS:
         """The peak above the baseline, in MB."""
         return (self.peak - self.baseline) / 2**20
 
-    def _watch(self):
-        while not self._stop.wait(self.interval):
-            self.peak = max(self.peak, self._rss())
+    def _sample(self):
+        self.peak = max(self.peak, self._rss())
 
     @staticmethod
     def _rss():
