@@ -293,6 +293,28 @@ def test_hot_loops_do_not_synchronise_per_step(X, record_property):
     assert ais["collapsed"] == 0 and ais["blocked"] <= 1  # the Gamma draws' acceptance check
 
 
+@pytest.mark.parametrize("name", ["ProdLDA", "AVITM", "PAMVI", "MoLDA"])
+def test_cuda_graph_training_matches_eager_training(X, name, monkeypatch):
+    """The recorded and replayed training steps (CUDA graphs) train the eager
+    steps' model: a capture happened, none failed, and the weights agree."""
+    from sktopics._neural import _graphs
+
+    captures = []
+    capture = _graphs.CUDAGraphBackend.capture
+    monkeypatch.setattr(_graphs.CUDAGraphBackend, "capture",
+                        lambda self, step: captures.append(1) or capture(self, step))
+    params = dict(max_iter=6, batch_size=20)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)  # a failed capture warns
+        graphed = _fit(name, X, **params)
+    assert captures
+    monkeypatch.setenv("SKTOPICS_CUDA_GRAPHS", "0")
+    eager = _fit(name, X, **params)
+    for key, value in eager.net_.module_.state_dict().items():
+        torch.testing.assert_close(graphed.net_.module_.state_dict()[key], value,
+                                   rtol=1e-3, atol=1e-4, msg=key)
+
+
 def test_auto_sampler_on_cuda_is_the_fused_parallel_sweep(X):
     """At K = 600 "auto" takes the fused kernel on a GPU, and the kernel really runs: a
     fallback would warn, record its failure and switch the fit to MH."""

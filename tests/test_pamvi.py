@@ -13,8 +13,9 @@ from sklearn.base import clone
 from sktopics import PAMVI, MoLDA
 from sktopics._generative_pam import pam_laplace_prior, pam_level_alphas
 from sktopics._neural._losses import reconstruction_nll, topic_word_log_prior
-from sktopics._neural._modules import MixtureDecoder, TFBatchNorm
-from sktopics._neural._pam_modules import GainMixtureDecoder, L2Normalization
+from sktopics._neural._modules import InferenceNetwork, MixtureDecoder, TFBatchNorm
+from sktopics._neural._pam_modules import GainMixtureDecoder, L2Normalization, StructuredEncoder
+from sktopics._neural._sparse import InputLinear
 from sktopics.datasets import make_pam_corpus
 from sktopics.pam import PAMStructure
 
@@ -208,6 +209,96 @@ def test_l2_normalization_is_per_document_and_per_node():
     np.testing.assert_allclose(alone.numpy(), out[2:3].reshape(1, -1).numpy(), rtol=1e-6)
 
 
+def _level_networks(encoder, masks, hidden_sizes, logvar_norm):
+    """One AVITM InferenceNetwork per level, holding the batched encoder's weights."""
+    networks = []
+    width = hidden_sizes[0] if hidden_sizes else None
+    offset = 0  # of the level's heads among the batch norm's coordinates
+    start = 0  # of the level's columns in the first layer
+    for level, mask in enumerate(masks):
+        size = mask.size
+        net = InferenceNetwork(encoder.first.weight.shape[0], size, hidden_sizes, "softplus",
+                               0.0, 1e-3, 1e-3)
+        with torch.no_grad():
+            if hidden_sizes:
+                net.hidden[0].weight.copy_(encoder.first.weight[:, start:start + width])
+                net.hidden[0].bias.copy_(encoder.first.bias[start:start + width])
+                start += width
+                for k, layer in enumerate(encoder.hidden):
+                    net.hidden[2 * k + 2].weight.copy_(layer.weight[level].T)
+                    net.hidden[2 * k + 2].bias.copy_(layer.bias[level, 0])
+                weight, bias = encoder.heads.weight[level].T, encoder.heads.bias[level, 0]
+            else:
+                weight = encoder.first.weight[:, start:start + 2 * size].T
+                bias = encoder.first.bias[start:start + 2 * size]
+                start += 2 * size
+            net.mu.weight.copy_(weight[:size]), net.mu.bias.copy_(bias[:size])
+            net.logvar.weight.copy_(weight[size:2 * size])
+            net.logvar.bias.copy_(bias[size:2 * size])
+        if logvar_norm == "batchnorm":
+            with torch.no_grad():
+                net.mu_bn.bias.copy_(encoder.norm.bias[offset:offset + size])
+                net.logvar_bn.bias.copy_(encoder.norm.bias[offset + size:offset + 2 * size])
+        else:
+            net.mu_bn = torch.nn.Identity()
+            net.logvar_bn = (torch.nn.Identity() if logvar_norm == "none"
+                             else encoder.logvar_norms[level])
+        offset += 2 * size
+        networks.append(net)
+    return networks
+
+
+@pytest.mark.parametrize("hidden_sizes", [(8, 6), (8,), ()])
+@pytest.mark.parametrize("logvar_norm", ["batchnorm", "l2", "none"])
+def test_batched_encoder_is_one_inference_network_per_level(hidden_sizes, logvar_norm):
+    """The batched structured encoder computes, value and gradient, what one AVITM
+    InferenceNetwork per level computes with the same weights (batch statistics)."""
+    torch.manual_seed(0)
+    masks = [np.ones((1, 3), bool), np.array([[1, 1, 0, 1], [0, 1, 1, 1], [1, 0, 1, 1]], bool)]
+    encoder = StructuredEncoder(30, masks, hidden_sizes, "softplus", 0.0, logvar_norm,
+                                1e-3, 1e-3)
+    with torch.no_grad():  # shifts and biases away from their zero start
+        for parameter in encoder.parameters():
+            parameter.add_(0.1 * torch.randn_like(parameter))
+    networks = _level_networks(encoder, masks, hidden_sizes, logvar_norm)
+    x = torch.poisson(torch.rand(12, 30) * 2)
+    mus, logvars = encoder(x)
+    expected = [net(x) for net in networks]
+    for level, (mu, logvar) in enumerate(zip(mus, logvars)):
+        assert mu.shape == (12,) + masks[level].shape
+        torch.testing.assert_close(mu.flatten(1), expected[level][0], rtol=1e-5, atol=1e-5)
+        torch.testing.assert_close(logvar.flatten(1), expected[level][1], rtol=1e-5, atol=1e-5)
+    weights = [torch.randn(m.shape) for m in masks] + [torch.randn(m.shape) for m in masks]
+    loss = sum((w * t).sum() for w, t in zip(weights, list(mus) + list(logvars)))
+    loss.backward()
+    reference = sum((w * t.view(12, *w.shape)).sum() for w, t in zip(
+        weights, [e[0] for e in expected] + [e[1] for e in expected]))
+    reference.backward()
+    first = networks[0].hidden[0] if hidden_sizes else networks[0].mu
+    if isinstance(first, InputLinear):  # the first level's first-layer weight gradient
+        torch.testing.assert_close(encoder.first.weight.grad[:, :hidden_sizes[0]],
+                                   first.weight.grad, rtol=1e-4, atol=1e-5)
+    else:
+        torch.testing.assert_close(encoder.first.weight.grad[:, :3].T, first.weight.grad,
+                                   rtol=1e-4, atol=1e-5)
+
+
+def test_batched_encoder_initialises_each_level_as_its_own_layer():
+    """Glorot bounds per level and head (fan of the level's own layer, not of the
+    side-by-side block); the padding of the narrower heads stays zero."""
+    masks = [np.ones((1, 2), bool), np.ones((2, 50), bool)]
+    encoder = StructuredEncoder(2000, masks, (100, 100), "softplus", 0.0, "batchnorm",
+                                1e-3, 1e-3)
+    bound = np.sqrt(6 / (2000 + 100))
+    assert encoder.first.weight.abs().max() <= bound
+    assert encoder.first.weight[:, :100].abs().max() > 0.9 * bound
+    head = encoder.heads.weight
+    assert head[0, :, :2].abs().max() <= np.sqrt(6 / (100 + 2))
+    assert head[0, :, :2].abs().max() > 0.5 * np.sqrt(6 / (100 + 100))
+    assert torch.all(head[0, :, 4:] == 0)
+    assert head[1, :, 100:200].abs().max() <= np.sqrt(6 / (100 + 100))
+
+
 def test_bad_inputs(corpus):
     X, _, _ = corpus
     with pytest.raises(ValueError, match="Negative"):
@@ -373,7 +464,7 @@ def test_bn_eps_reaches_every_batch_norm():
         modules = list(model.fit(X).net_.module_.modules())
         heads = [m.eps for m in modules if isinstance(m, TFBatchNorm)]
         decoders = [m.bn_eps for m in modules if isinstance(m, MixtureDecoder)]
-        assert len(heads) == 4  # mean and log-variance heads of both levels' encoders
+        assert len(heads) == 1  # one batch norm over every level's mean and log-variance heads
         assert len(decoders) == (1 if isinstance(model, PAMVI) else 2)
         assert set(heads + decoders) == {1e-7}
 

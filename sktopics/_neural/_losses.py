@@ -119,7 +119,7 @@ def gaussian_kl(mu, logvar, prior_mean, prior_var, free_nats=0.0):
     twice = var_ratio + mean_term - 1.0 - logvar + torch.log(prior_var)  # (batch, K)
     if free_nats > 0:
         floor = 2.0 * float(free_nats)
-        twice = torch.where(twice.mean(0) < floor, twice.new_tensor(floor), twice)
+        twice = torch.where(twice.mean(0) < floor, floor, twice)  # no host copy: graph-safe
     return 0.5 * twice.sum(-1)
 
 

@@ -261,8 +261,11 @@ class TopicVAE(nn.Module):
         return reconstruction + gaussian_kl(mu, logvar, self.prior_mean, self.prior_var, free)
 
     def sample_h(self, mu, logvar, generator=None):
-        shape = (1, mu.shape[1]) if self.shared_noise and self.training else mu.shape
-        noise = torch.randn(shape, generator=generator, device=mu.device, dtype=mu.dtype)
+        if generator is None and not (self.shared_noise and self.training):
+            noise = torch.randn_like(mu)  # the same draws, and traceable for torch.compile
+        else:
+            shape = (1, mu.shape[1]) if self.shared_noise and self.training else mu.shape
+            noise = torch.randn(shape, generator=generator, device=mu.device, dtype=mu.dtype)
         return mu + torch.exp(0.5 * logvar) * noise
 
     def forward(self, x, generator=None):

@@ -10,9 +10,10 @@ import time
 
 import torch
 from skorch import NeuralNet
-from skorch.callbacks import Callback
+from skorch.callbacks import Callback, EpochTimer, PassthroughScoring, PrintLog
 
 from ..utils._interrupt import stop_now
+from ._graphs import CUDAGraphBackend, GraphedSteps, use_graphs
 from ._sparse import SparseRows
 
 __all__ = ["TopicNet", "EpochMonitor", "module_negative_elbo"]
@@ -21,7 +22,7 @@ __all__ = ["TopicNet", "EpochMonitor", "module_negative_elbo"]
 class TopicNet(NeuralNet):
     """skorch net whose loss is the negative ELBO, averaged over the batch.
 
-    Three departures from :class:`skorch.NeuralNet`:
+    Departures from :class:`skorch.NeuralNet`:
 
     * an epoch reads its batch losses back from the device once, at its end,
       instead of once per batch (a host-device synchronisation per batch would
@@ -29,6 +30,10 @@ class TopicNet(NeuralNet):
       tensor, and the history's per-batch ``train_loss`` entries are filled in
       when the epoch ends;
     * a batch may be a :class:`~._sparse.SparseRows`, which goes to the module as is;
+    * a training step calls the optimiser directly, without skorch's closure and
+      ``on_grad_computed`` notification, unless a callback overrides
+      ``on_grad_computed`` (gradient clipping does); on CUDA it is replayed from a
+      CUDA graph where :mod:`._graphs` allows;
     * pickles are device-neutral: the tensors load on the CPU, and the owning
       estimator moves them to a device the loading machine has;
     * data-parallel (``collective`` set by the estimator for a fit inside
@@ -38,6 +43,36 @@ class TopicNet(NeuralNet):
 
     #: The process group of a data-parallel fit, or None.
     collective = None
+
+    #: Records and replays training steps where :func:`~._graphs.use_graphs` allows.
+    graph_backend = CUDAGraphBackend
+
+    def fit_loop(self, X, y=None, epochs=None, **fit_params):
+        graphs = use_graphs(self.device, self.collective) and all(
+            isinstance(callback, _OWN_CALLBACKS) for _, callback in self.callbacks_)
+        self._graphs = GraphedSteps(self, self.graph_backend()) if graphs else None
+        try:
+            return super().fit_loop(X, y, epochs=epochs, **fit_params)
+        finally:
+            if self._graphs is not None:  # graphs record this call's settings and memory
+                self._graphs.close()
+            self._graphs = None
+
+    def train_step(self, batch, **fit_params):
+        # skorch's step wraps the optimiser in a closure and hands every callback the
+        # parameters after the backward pass; that is kept only for callbacks that
+        # read the gradients (gradient clipping, a user's).
+        if any(_reads_gradients(callback) for _, callback in self.callbacks_):
+            return super().train_step(batch, **fit_params)
+        graphs = getattr(self, "_graphs", None)
+        if graphs is not None and not fit_params and isinstance(batch[0], SparseRows):
+            step = graphs.step(batch[0])
+            if step is not None:
+                return step
+        self.optimizer_.zero_grad(set_to_none=True)
+        step = self.train_step_single(batch, **fit_params)
+        self.optimizer_.step()
+        return step
 
     def train_step_single(self, batch, **fit_params):
         step = super().train_step_single(batch, **fit_params)
@@ -84,10 +119,16 @@ class TopicNet(NeuralNet):
             state["module"] = type(state["module"])
         state["device"] = "cpu"  # skorch then maps every tensor to the CPU on load
         state.pop("collective", None)
+        state.pop("_graphs", None)
         for key in ("iterator_train__device", "iterator_valid__device"):
             if key in state:
                 state[key] = "cpu"
         return state
+
+
+def _reads_gradients(callback):
+    """Whether a skorch callback overrides ``on_grad_computed``."""
+    return type(callback).on_grad_computed is not Callback.on_grad_computed
 
 
 def module_negative_elbo(module, x, y_pred):
@@ -201,3 +242,7 @@ class EpochMonitor(Callback):
                 raise KeyboardInterrupt
         if stop_now(self.stop_request, net.collective):
             raise KeyboardInterrupt  # skorch ends training; the estimator re-raises it
+
+
+#: The net's own bookkeeping callbacks, which neither read nor change a step.
+_OWN_CALLBACKS = (EpochMonitor, EpochTimer, PassthroughScoring, PrintLog)

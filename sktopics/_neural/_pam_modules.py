@@ -8,8 +8,9 @@ softmax over the node's children (masked edges get probability 0), the mixing
 weights are passed down by batched products ``reach (B, 1, P) @ theta (B, P, C)``;
 the decoder multiplies the leaf-topic weights by the topic-word matrix.
 
-The MLPs reuse :class:`~._modules.InferenceNetwork` (encoder trunk, Glorot init,
-batch-normed heads); ``logvar_norm`` swaps the normalisation of the heads:
+Each MLP is AVITM's :class:`~._modules.InferenceNetwork` (encoder trunk, Glorot
+init, batch-normed heads); :class:`StructuredEncoder` runs all of them as one batched
+network. ``logvar_norm`` swaps the normalisation of the heads:
 
 * ``"batchnorm"``: TF-style batch norm on the mean and log-variance heads (AVITM);
 * ``"l2"``: the paper's batch-free variant on log sigma^2, ``u -> g * u / ||u||``
@@ -24,13 +25,12 @@ import torch
 from torch import nn
 
 from ._losses import gaussian_kl, mixture_nll, topic_word_log_prior
-from ._modules import Dropout, InferenceNetwork, MixtureDecoder
-from ._sparse import SparseRows
+from ._modules import ACTIVATIONS, Dropout, MixtureDecoder, TFBatchNorm
+from ._sparse import InputLinear, SparseRows
 
 __all__ = [
     "LOGVAR_NORMS",
     "L2Normalization",
-    "LevelEncoder",
     "StructuredEncoder",
     "GainMixtureDecoder",
     "ConcatMixtureDecoder",
@@ -62,44 +62,97 @@ class L2Normalization(nn.Module):
         return (self.gain * u / norm).reshape(u.shape[0], -1)
 
 
-class LevelEncoder(InferenceNetwork):
-    """The MLP of one internal level: ``x -> (mu, logvar)`` of shape ``(B, P, C)``."""
+class _BatchedLinear(nn.Module):
+    """``L`` independent linear layers applied to ``(L, B, n_in)`` at once (one
+    batched product), each Glorot-initialised for its own ``(n_in, n_out[l])``;
+    outputs are padded to the largest ``n_out`` (the padding's weights stay zero
+    and its outputs are never read)."""
 
-    def __init__(self, n_features, mask, hidden_sizes, activation, dropout, logvar_norm,
-                 bn_eps, bn_momentum):
-        n_parents, n_children = mask.shape
-        super().__init__(n_features, n_parents * n_children, hidden_sizes, activation,
-                         dropout, bn_eps, bn_momentum)
-        self.shape = (n_parents, n_children)
-        if logvar_norm == "l2":
-            self.mu_bn = nn.Identity()
-            self.logvar_bn = L2Normalization(mask)
-        elif logvar_norm == "none":
-            self.mu_bn = nn.Identity()
-            self.logvar_bn = nn.Identity()
-        elif logvar_norm != "batchnorm":
-            raise ValueError(f"logvar_norm must be one of {LOGVAR_NORMS}; got {logvar_norm!r}.")
+    def __init__(self, n_in, n_out):
+        super().__init__()
+        width = max(n_out)
+        self.weight = nn.Parameter(torch.zeros(len(n_out), n_in, width))
+        self.bias = nn.Parameter(torch.zeros(len(n_out), 1, width))
+        with torch.no_grad():
+            for level, size in enumerate(n_out):
+                nn.init.xavier_uniform_(self.weight[level, :, :size])
 
     def forward(self, x):
-        mu, logvar = super().forward(x)
-        return mu.view(-1, *self.shape), logvar.view(-1, *self.shape)
+        return torch.baddbmm(self.bias, x, self.weight)
 
 
 class StructuredEncoder(nn.Module):
-    """One :class:`LevelEncoder` per internal level of the DAG."""
+    """One MLP per internal level of the DAG, run as one batched network.
+
+    Level ``l``'s MLP is AVITM's :class:`~._modules.InferenceNetwork` with
+    ``P_l * C_l`` outputs per head. Instead of one small operation per level and
+    layer, the first layers of every level are one sparse product (their weights
+    side by side), the later layers and the heads one batched product each, and
+    the heads' normalisations one batch norm over every level's outputs (batch
+    norm is per coordinate, so this is the same function). ``forward(x)``
+    returns ``(mus, logvars)``, one ``(B, P_l, C_l)`` tensor per level.
+    """
 
     def __init__(self, n_features, masks, hidden_sizes, activation, dropout, logvar_norm,
                  bn_eps, bn_momentum):
         super().__init__()
-        self.levels = nn.ModuleList(
-            LevelEncoder(n_features, mask, hidden_sizes, activation, dropout, logvar_norm,
-                         bn_eps, bn_momentum)
-            for mask in masks
+        if logvar_norm not in LOGVAR_NORMS:
+            raise ValueError(f"logvar_norm must be one of {LOGVAR_NORMS}; got {logvar_norm!r}.")
+        self.shapes = [tuple(int(n) for n in mask.shape) for mask in masks]
+        self.sizes = [n_parents * n_children for n_parents, n_children in self.shapes]
+        n_levels, hidden_sizes = len(masks), tuple(hidden_sizes)
+        head_sizes = [2 * size for size in self.sizes]  # mean, then log-variance
+        first_sizes = [hidden_sizes[0]] * n_levels if hidden_sizes else head_sizes
+        self.first = InputLinear(n_features, sum(first_sizes))
+        with torch.no_grad():  # Glorot for each level's own layer
+            for block in torch.split(self.first.weight, first_sizes, dim=1):
+                nn.init.xavier_uniform_(block)
+        self.activation = ACTIVATIONS[activation]()
+        self.hidden = nn.ModuleList(
+            _BatchedLinear(n_in, [n_out] * n_levels)
+            for n_in, n_out in zip(hidden_sizes, hidden_sizes[1:])
+        )
+        self.dropout = Dropout(dropout)
+        self.heads = None
+        if hidden_sizes:
+            self.heads = _BatchedLinear(hidden_sizes[-1], head_sizes)
+            with torch.no_grad():  # the mean and log-variance heads are two layers
+                for level, size in enumerate(self.sizes):
+                    nn.init.xavier_uniform_(self.heads.weight[level, :, :size])
+                    nn.init.xavier_uniform_(self.heads.weight[level, :, size:2 * size])
+        self.norm = TFBatchNorm(sum(head_sizes), bn_eps, bn_momentum) if logvar_norm == "batchnorm" else None
+        self.logvar_norms = (
+            nn.ModuleList(L2Normalization(mask) for mask in masks) if logvar_norm == "l2" else None
         )
 
+    def _heads(self, x):
+        """Every level's mean and log-variance heads, side by side, ``(B, sum 2 P C)``."""
+        if self.heads is None:  # no hidden layer: the heads read the (dropped-out) counts
+            if self.dropout.training and self.dropout.p > 0:
+                x = self.dropout(x.to_dense() if isinstance(x, SparseRows) else x)
+            return self.first(x)
+        n_levels, width = len(self.sizes), self.first.weight.shape[1] // len(self.sizes)
+        hidden = self.activation(self.first(x))
+        hidden = hidden.view(-1, n_levels, width).transpose(0, 1)  # (L, B, width)
+        for layer in self.hidden:
+            hidden = self.activation(layer(hidden))
+        out = self.heads(self.dropout(hidden))
+        return torch.cat([out[level, :, :2 * size] for level, size in enumerate(self.sizes)],
+                         dim=1)
+
     def forward(self, x):
-        outputs = [level(x) for level in self.levels]
-        return tuple(o[0] for o in outputs), tuple(o[1] for o in outputs)
+        out = self._heads(x)
+        if self.norm is not None:
+            out = self.norm(out)
+        mus, logvars = [], []
+        for level, part in enumerate(torch.split(out, [2 * s for s in self.sizes], dim=1)):
+            size = self.sizes[level]
+            mu, logvar = part[:, :size], part[:, size:]
+            if self.logvar_norms is not None:
+                logvar = self.logvar_norms[level](logvar)
+            mus.append(mu.reshape(-1, *self.shapes[level]))
+            logvars.append(logvar.reshape(-1, *self.shapes[level]))
+        return tuple(mus), tuple(logvars)
 
 
 class GainMixtureDecoder(MixtureDecoder):
@@ -211,7 +264,8 @@ class PAMVAE(nn.Module):
         return marginals
 
     def sample(self, mu, logvar, generator=None):
-        noise = torch.randn(mu.shape, generator=generator, device=mu.device, dtype=mu.dtype)
+        noise = (torch.randn_like(mu) if generator is None else
+                 torch.randn(mu.shape, generator=generator, device=mu.device, dtype=mu.dtype))
         return mu + torch.exp(0.5 * logvar) * noise
 
     # ---------------------------------------------------------------- forward

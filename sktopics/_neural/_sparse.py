@@ -85,12 +85,61 @@ class SparseRows:
                                per_sample_weights=values.to(dense.dtype), mode="sum",
                                include_last_offset=True)
         out = dense.new_zeros(self.shape[1], dense.shape[1])
-        return out.index_copy_(0, columns.present, part)
+        # added, not copied: the empty bags of a padded batch repeat a column
+        return out.index_add_(0, columns.present, part)
 
     def to_dense(self):
         dense = self.values.new_zeros(self.shape)
-        dense[self.rows, self.columns] = self.values
-        return dense
+        # accumulated: the zero-valued padding of a padded batch may repeat an entry
+        return dense.index_put_((self.rows, self.columns), self.values, accumulate=True)
+
+    @property
+    def nnz(self):
+        return self.values.shape[0]
+
+    def tensors(self):
+        """Every tensor of the batch, row-major arrays first (for static copies)."""
+        return (self.rows, self.columns, self.values, self.bounds) + tuple(self.by_column)
+
+    def padded(self, capacity):
+        """A copy holding ``capacity`` entries (at least ``nnz``): see :meth:`pad_into`."""
+        if capacity < self.nnz:
+            raise ValueError(f"capacity {capacity} is below the batch's {self.nnz} non-zeros.")
+        n_present = min(capacity, self.shape[1])
+        sizes = (capacity,) * 3 + (self.shape[0] + 1, n_present, n_present + 1) + (capacity,) * 3
+        empty = [t.new_empty(size) for t, size in zip(self.tensors(), sizes)]
+        out = SparseRows(*empty[:4], shape=self.shape, by_column=ColumnMajor(*empty[4:]))
+        self.pad_into(out)
+        return out
+
+    def pad_into(self, out):
+        """Write this batch into ``out``, a padded batch of the same rows and columns.
+
+        ``out`` keeps its shapes (a static buffer replayed by a CUDA graph): the entries
+        beyond ``nnz`` are zero-valued, in the last row (row-major) and in the last
+        present column's bag (column-major); the present columns beyond this batch's
+        are empty bags. A zero value contributes nothing to any product or sum of the
+        batch, so the padded batch computes what this one does.
+        """
+        if out.shape != self.shape or out.nnz < self.nnz:
+            raise ValueError("pad_into needs a batch of the same shape with room for the entries.")
+        nnz, last_row = self.nnz, self.shape[0] - 1
+        columns = self.by_column
+        n_present = columns.present.shape[0]
+        target = out.by_column
+        for source, static, fill in ((self.rows, out.rows, last_row), (self.columns, out.columns, 0),
+                                     (self.values, out.values, 0),
+                                     (columns.rows, target.rows, last_row),
+                                     (columns.values, target.values, 0),
+                                     (columns.present, target.present, 0)):
+            static[:source.shape[0]].copy_(source)
+            static[source.shape[0]:].fill_(fill)
+        out.bounds.copy_(self.bounds)
+        out.bounds[-1:].fill_(out.nnz)
+        target.bounds[:n_present].copy_(columns.bounds[:n_present])
+        target.bounds[n_present:].fill_(out.nnz)
+        target.order[:nnz].copy_(columns.order)
+        torch.arange(nnz, out.nnz, out=target.order[nnz:])
 
 
 def row_sums(x, per_entry):

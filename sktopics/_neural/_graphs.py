@@ -1,0 +1,162 @@
+"""Training steps replayed from CUDA graphs.
+
+On a GPU a topic VAE's training step is about a hundred small kernels, and
+launching them from Python costs several times the GPU's own work. A CUDA graph
+records a whole step once (forward, backward, the optimiser's update) and replays
+it with one launch. A graph replays fixed shapes on fixed memory, so each batch is
+copied into a static batch whose non-zeros are padded to a capacity (the next
+power of two, :meth:`~._sparse.SparseRows.pad_into`): with the batch size fixed by
+the fit, a corpus needs one or two graphs. Steps without a graph (the first few of
+each capacity, which warm the kernels up as capture requires) run eagerly.
+
+Graphs live for one training call. They are used only where nothing outside the
+step reads or changes it between steps: on CUDA, in a one-process fit, with no
+callback of the user's (a learning-rate schedule or gradient clipping would change
+what the recorded step does). Setting the environment variable
+``SKTOPICS_CUDA_GRAPHS=0`` turns them off. A capture that fails (an operation that
+synchronises with the host, an old driver) warns once, and training goes on
+eagerly.
+
+The capture itself is a small backend (:class:`CUDAGraphBackend`), so that the
+padding, the bookkeeping and the fallback run in tests on any device with a
+backend that replays by calling the step again (:class:`EagerBackend`).
+"""
+
+import os
+
+import torch
+
+from ..utils._warnings import warn
+
+__all__ = ["CUDAGraphBackend", "EagerBackend", "GraphedSteps", "nnz_capacity", "use_graphs"]
+
+#: Eager steps of each capacity before its capture (CUDA needs warmed-up kernels,
+#: and the optimiser's state must exist before it is recorded).
+WARMUP_STEPS = 3
+
+#: Graphs kept per training call, each with its own memory pool.
+MAX_GRAPHS = 4
+
+#: The smallest capacity, in non-zeros.
+MIN_CAPACITY = 1024
+
+
+def nnz_capacity(nnz):
+    """The padded size of a batch of ``nnz`` non-zeros: the next power of two."""
+    return max(MIN_CAPACITY, 1 << max(int(nnz) - 1, 0).bit_length())
+
+
+def use_graphs(device, collective):
+    """Whether training steps on ``device`` can be replayed from CUDA graphs (the
+    net also checks that no callback of the user's is present)."""
+    if os.environ.get("SKTOPICS_CUDA_GRAPHS", "1") == "0":
+        return False
+    return torch.device(device).type == "cuda" and collective is None
+
+
+class CUDAGraphBackend:
+    """Warm-up on a side stream and capture into a ``torch.cuda.CUDAGraph``."""
+
+    def warmup(self, step):
+        stream = torch.cuda.Stream()
+        stream.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(stream):
+            outputs = step()
+        torch.cuda.current_stream().wait_stream(stream)
+        return outputs
+
+    def capture(self, step):
+        """Record ``step`` and return a function that replays it and returns its outputs."""
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):  # its own memory pool
+            outputs = step()
+
+        def replay():
+            graph.replay()
+            return outputs
+
+        return replay
+
+
+class EagerBackend:
+    """A stand-in for tests: "capture" keeps the step, "replay" runs it again."""
+
+    def warmup(self, step):
+        return step()
+
+    def capture(self, step):
+        return step
+
+
+class GraphedSteps:
+    """One training call's graphs of a :class:`~._net.TopicNet`, by batch shape.
+
+    Parameters
+    ----------
+    net : TopicNet
+    backend : CUDAGraphBackend or EagerBackend
+    """
+
+    def __init__(self, net, backend):
+        self.net = net
+        self.backend = backend
+        self.statics = {}  # (rows, capacity) -> the padded static batch
+        self.replays = {}  # (rows, capacity) -> replay function
+        self.warmed = {}  # (rows, capacity) -> eager steps taken
+        self.failed = False
+        self.capturable = [group.get("capturable", False)
+                           for group in net.optimizer_.param_groups]
+
+    def close(self):
+        """Drop the graphs and give the optimiser back its setting."""
+        for group, capturable in zip(self.net.optimizer_.param_groups, self.capturable):
+            group["capturable"] = capturable
+        self.statics, self.replays, self.warmed = {}, {}, {}
+
+    def step(self, batch):
+        """Train on ``batch`` (a :class:`~._sparse.SparseRows`); returns skorch's step
+        dict, or ``None`` when graphs have failed and the caller must step eagerly."""
+        if self.failed:
+            return None
+        key = (len(batch), nnz_capacity(batch.nnz))
+        static = self.statics.get(key)
+        if static is None:
+            if len(self.statics) >= MAX_GRAPHS:  # forget the oldest shape
+                oldest = next(iter(self.statics))
+                for table in (self.statics, self.replays, self.warmed):
+                    table.pop(oldest, None)
+            static = self.statics[key] = batch.padded(key[1])
+        else:
+            batch.pad_into(static)
+        self.net._set_training(True)
+        replay = self.replays.get(key)
+        if replay is None:
+            if self.warmed.get(key, 0) < WARMUP_STEPS:
+                self.warmed[key] = self.warmed.get(key, 0) + 1
+                return self._as_step(self.backend.warmup(lambda: self._recorded_step(static)))
+            try:
+                for group in self.net.optimizer_.param_groups:
+                    group["capturable"] = True  # the step counter stays on the device
+                replay = self.backend.capture(lambda: self._recorded_step(static))
+            except Exception as exc:  # noqa: BLE001 -- any failure means: train eagerly
+                self.failed = True
+                self.net.optimizer_.zero_grad(set_to_none=True)
+                warn(f"Recording the training step as a CUDA graph failed ({exc!s:.200}); "
+                     "training goes on without graphs.", RuntimeWarning)
+                return None
+            self.replays[key] = replay
+        return self._as_step(replay())
+
+    def _recorded_step(self, static):
+        net = self.net
+        # Gradients set to None: the recorded backward writes them afresh each replay.
+        net.optimizer_.zero_grad(set_to_none=True)
+        step = net.train_step_single((static, None))
+        net.optimizer_.step()
+        return step["loss"], step["y_pred"]
+
+    @staticmethod
+    def _as_step(outputs):
+        loss, y_pred = outputs
+        # The replayed outputs are overwritten by the next replay: keep the loss's value.
+        return {"loss": loss.detach().clone(), "y_pred": y_pred}
