@@ -24,7 +24,7 @@ import warnings
 
 import numpy as np
 import torch
-from _common import PeakRSS, default_data_home, machine, markdown_table, write_results
+from _common import MachineLoad, PeakRSS, default_data_home, machine, markdown_table, write_results
 from _plain_vae import topic_word, train_plain
 
 from sktopics import AVITM, ProdLDA
@@ -104,22 +104,29 @@ def main():
     X_test = load_20news_avitm(args.data_home, subset="test").data
     info = machine()
     speed_rows, quality_rows = [], []
+    load = MachineLoad().__enter__()
     for name in args.models:
-        plain_epochs, our_epochs = [], []
+        plain_rounds, our_rounds = [], []  # each round's median seconds per epoch
         for round_ in range(args.rounds):
             _, durations, _ = fit_plain(name, X, args.topics, args.speed_epochs, round_)
-            plain_epochs += durations[1:]
+            plain_rounds.append(float(np.median(durations[1:])))
             _, durations, _ = fit_ours(name, X, args.topics, args.speed_epochs, round_,
                                        args.threads)
-            our_epochs += durations[1:]
-            print(name, round_, np.median(plain_epochs), np.median(our_epochs), flush=True)
-        plain, ours = float(np.median(plain_epochs)), float(np.median(our_epochs))
+            our_rounds.append(float(np.median(durations[1:])))
+            print(name, round_, plain_rounds[-1], our_rounds[-1], flush=True)
+        plain, ours = float(np.median(plain_rounds)), float(np.median(our_rounds))
+        ratios = np.array(our_rounds) / np.array(plain_rounds)  # within each round
         plain_mb, csr_bytes = peak_memory(name, args.data_home, args.topics, plain=True)
         our_mb, _ = peak_memory(name, args.data_home, args.topics, plain=False)
         speed_rows.append({"model": name, "plain_s_per_epoch": plain,
-                           "sktopics_s_per_epoch": ours, "ratio": ours / plain,
-                           "epochs_timed": len(our_epochs), "csr_mb": csr_bytes / 2**20,
-                           "plain_peak_rise_mb": plain_mb, "sktopics_peak_rise_mb": our_mb})
+                           "plain_range": f"{min(plain_rounds):.3f}-{max(plain_rounds):.3f}",
+                           "sktopics_s_per_epoch": ours,
+                           "sktopics_range": f"{min(our_rounds):.3f}-{max(our_rounds):.3f}",
+                           "ratio": float(np.median(ratios)),
+                           "ratio_range": f"{ratios.min():.2f}-{ratios.max():.2f}",
+                           "rounds": args.rounds, "csr_mb": csr_bytes / 2**20,
+                           "plain_peak_rise_mb": plain_mb, "sktopics_peak_rise_mb": our_mb,
+                           "plain_rounds": plain_rounds, "sktopics_rounds": our_rounds})
         for seed in args.seeds:
             model, _, seconds = fit_plain(name, X, args.topics, args.quality_epochs, seed)
             quality_rows.append({"model": name, "code": "plain loop", "seed": seed,
@@ -138,22 +145,27 @@ def main():
                 means.append({"model": name, "code": code, "seeds": len(rows),
                               **{k: float(np.mean([r[k] for r in rows]))
                                  for k in ("fit_s", "npmi", "td10")}})
+    load.__exit__(None, None, None)
     header = (
         f"Measured on {info['cpu']} ({info['cpu_count']} cores, torch {info['torch']}, "
-        f"{args.threads} threads), commit {info.get('git_commit')}; 20news_avitm "
-        f"{X.shape[0]} documents, V = {X.shape[1]}, K = {args.topics}, batch 200. Speed: "
-        f"median seconds per epoch over {args.rounds} alternating rounds of "
-        f"{args.speed_epochs} epochs (first epoch of each fit left out). Memory: rise of "
+        f"{args.threads} threads), commit {info.get('git_commit')}. {load.sentence()}\n\n"
+        f"20news_avitm {X.shape[0]} documents, V = {X.shape[1]}, K = {args.topics}, batch "
+        f"200. Speed: {args.rounds} alternating rounds of {args.speed_epochs}-epoch fits, "
+        "each round's median seconds per epoch (first epoch of each fit left out); the "
+        "table gives the median over rounds and the min-max range, and the ratio is "
+        "the median of the rounds' ratios. Memory: rise of "
         "the resident set during a one-epoch fit (sampled every 2 ms) over what the process "
         "held before it (after a warm-up fit on 400 documents), next to the CSR "
         "matrix's size. Quality: "
         f"{args.quality_epochs} epochs, NPMI (test reference, epsilon convention, top 10) "
         "and TD@10, mean over seeds.\n\n"
     )
-    payload = {"machine": info, "args": vars(args), "speed": speed_rows, "quality": quality_rows}
+    payload = {"machine": info, "load": load.summary(), "args": vars(args), "speed": speed_rows,
+               "quality": quality_rows}
     write_results(args.name, payload, header + markdown_table(
-        speed_rows, ["model", "plain_s_per_epoch", "sktopics_s_per_epoch", "ratio", "epochs_timed",
-                     "csr_mb", "plain_peak_rise_mb", "sktopics_peak_rise_mb"]))
+        speed_rows, ["model", "plain_s_per_epoch", "plain_range", "sktopics_s_per_epoch",
+                     "sktopics_range", "ratio", "ratio_range", "csr_mb", "plain_peak_rise_mb",
+                     "sktopics_peak_rise_mb"]))
     if means:
         write_results(args.name + "_quality", payload, header + markdown_table(
             means, ["model", "code", "seeds", "fit_s", "npmi", "td10"]))
