@@ -193,7 +193,14 @@ def bench_prodlda(data_home, device, smoke, save):
               "settings": SAME_AS_PLAIN,
               "npmi": float(npmi_coherence(model, test).mean),
               "topic_diversity": float(topic_diversity(model))}
-    save(result)  # kept if the plain loop does not finish in time
+    save(result)  # kept if the rest does not finish in time
+    os.environ["SKTOPICS_CUDA_GRAPHS"] = "0"  # the same fit with eager steps
+    try:
+        _, result["eager_seconds"] = _timed(
+            lambda: ProdLDA(50, max_iter=epochs, **params).fit(train))
+    finally:
+        del os.environ["SKTOPICS_CUDA_GRAPHS"]
+    save(result)
     _plain_loop_seconds(train, 50, 1, device)  # warm-up
     plain = _plain_loop_seconds(train, 50, epochs, device)
     result.update(plain_seconds=plain, plain_s_per_epoch=plain / epochs,
@@ -479,6 +486,9 @@ def report(results):
         if "settings" in prodlda:
             text += ("; settings of the plain loop (dropout 0.6, learning rate 2e-3, batches "
                      "drawn with replacement)")
+        if "eager_seconds" in prodlda:
+            text += (f"; without CUDA graphs (SKTOPICS_CUDA_GRAPHS=0) "
+                     f"{prodlda['eager_seconds']:.2f} s")
         if "plain_seconds" in prodlda:
             text += (f"; the plain torch loop of `_plain_vae.py`, same settings, same device: "
                      f"{prodlda['plain_seconds']:.2f} s (sktopics / plain = "

@@ -9,6 +9,7 @@ trees.
 Usage (two checkouts, e.g. ``git worktree add /tmp/base 24f5a56``)::
 
     python research/ab_estimates_and_speed.py /tmp/base .   # both trees, alternating
+    MODES=gibbs REPEATS=5 python research/ab_estimates_and_speed.py /tmp/base .  # speed only
 
 Each measurement runs in a fresh process with ``PYTHONPATH`` set to one tree:
 
@@ -110,9 +111,11 @@ def same(a, b):
 
 def main():
     old, new = sys.argv[1], sys.argv[2]
-    diff = same(run(old, "estimates"), run(new, "estimates"))
-    print("bit-identical:", diff)
-    for mode in ("gibbs", "prodlda"):
+    modes = os.environ.get("MODES", "estimates,gibbs,prodlda").split(",")
+    if "estimates" in modes:
+        diff = same(run(old, "estimates"), run(new, "estimates"))
+        print("bit-identical:", diff)
+    for mode in [m for m in modes if m != "estimates"]:
         for _ in range(int(os.environ.get("REPEATS", "3"))):
             print(mode, "old", run(old, mode), flush=True)
             print(mode, "new", run(new, mode), flush=True)

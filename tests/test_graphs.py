@@ -102,7 +102,8 @@ class _CountingBackend(_graphs.EagerBackend):
 
     counts = None
 
-    def __init__(self):
+    def __init__(self, device=None):
+        super().__init__(device)
         type(self).counts = {"warmup": 0, "capture": 0, "replay": 0}
 
     def warmup(self, step):
@@ -171,16 +172,22 @@ def test_each_capacity_gets_its_own_graph_and_old_ones_are_dropped(monkeypatch):
     """Batches of different sizes of non-zeros use one graph per capacity, at most
     ``MAX_GRAPHS`` of them, and training still matches eager training."""
     rng = np.random.default_rng(1)
-    lengths = np.repeat([1, 4, 16, 40], 30)  # batches of very different sizes
-    X = sp.csr_matrix(np.stack([rng.poisson(n / 60, 60) + (np.arange(60) == 0)
-                                for n in lengths]).astype(np.float64))
-    params = dict(n_components=3, batch_sampling="shuffle", max_iter=6)
+    long = rng.random(120) < 0.5  # documents of one word or of every word
+    X = sp.csr_matrix(np.where(long[:, None], 1.0, np.arange(60) == rng.integers(60, size=(120, 1))))
+    params = dict(n_components=3, batch_sampling="shuffle", batch_size=5, max_iter=3)
     eager = _weights(_fit(ProdLDA, X, **params))
     monkeypatch.setattr(_graphs, "MIN_CAPACITY", 8)
     monkeypatch.setattr(_graphs, "MAX_GRAPHS", 2)
+    monkeypatch.setattr(_graphs, "WARMUP_STEPS", 0)  # record at first sight
     _simulated(monkeypatch)
+    seen = []
+    close = _graphs.GraphedSteps.close
+    monkeypatch.setattr(_graphs.GraphedSteps, "close",
+                        lambda self: seen.append((self.evicted, len(self.replays))) or close(self))
     model = _fit(ProdLDA, X, **params)
-    assert _CountingBackend.counts["capture"] >= 2
+    assert _CountingBackend.counts["capture"] >= 3
+    evicted, kept = seen[0]
+    assert evicted >= 1 and kept <= 2  # at most MAX_GRAPHS at once
     for name, value in _weights(model).items():
         torch.testing.assert_close(value, eager[name], rtol=1e-4, atol=1e-5, msg=name)
 
@@ -196,6 +203,18 @@ def test_a_user_callback_or_clipping_keeps_training_eager(monkeypatch):
         assert _CountingBackend.counts is None  # no graph machinery was built
 
 
+def test_graphs_need_the_fused_optimiser(monkeypatch):
+    """Without fused Adam the step counters live on the host, which a graph cannot
+    update: training stays eager."""
+    from sktopics._neural import _estimator
+
+    _simulated(monkeypatch)
+    monkeypatch.setattr(_estimator, "_FUSED_ADAM", {})
+    _CountingBackend.counts = None
+    _fit(ProdLDA, _corpus(), n_components=3)
+    assert _CountingBackend.counts is None
+
+
 class _FailingBackend(_graphs.EagerBackend):
     def capture(self, step):
         raise RuntimeError("operation not permitted when stream is capturing")
@@ -205,8 +224,19 @@ def test_a_failed_capture_warns_once_and_training_goes_on_eagerly(monkeypatch):
     X = _corpus()
     eager = _weights(_fit(ProdLDA, X, n_components=3))
     _simulated(monkeypatch, _FailingBackend)
+    flags = []  # the optimiser's setting at each step after the failure
+    step = _graphs.GraphedSteps.step
+
+    def spy(self, batch):
+        out = step(self, batch)
+        if self.failed:
+            flags.extend(g["capturable"] for g in self.net.optimizer_.param_groups)
+        return out
+
+    monkeypatch.setattr(_graphs.GraphedSteps, "step", spy)
     with pytest.warns(RuntimeWarning, match="CUDA graph failed") as record:
         model = _fit(ProdLDA, X, n_components=3)
+    assert flags and not any(flags)
     assert sum("CUDA graph" in str(w.message) for w in record) == 1
     for name, value in _weights(model).items():
         torch.testing.assert_close(value, eager[name], rtol=1e-4, atol=1e-5, msg=name)

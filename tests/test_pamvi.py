@@ -283,20 +283,38 @@ def test_batched_encoder_is_one_inference_network_per_level(hidden_sizes, logvar
                                    rtol=1e-4, atol=1e-5)
 
 
-def test_batched_encoder_initialises_each_level_as_its_own_layer():
-    """Glorot bounds per level and head (fan of the level's own layer, not of the
-    side-by-side block); the padding of the narrower heads stays zero."""
+@pytest.mark.parametrize("hidden_sizes", [(100, 100), ()])
+def test_batched_encoder_initialises_each_level_as_its_own_layer(hidden_sizes):
+    """Glorot-uniform per level and head, with the fan of the level's own layer (not
+    of the side-by-side block): each block's spread is its own layer's;
+    the padding of the narrower heads stays zero."""
+    torch.manual_seed(0)
     masks = [np.ones((1, 2), bool), np.ones((2, 50), bool)]
-    encoder = StructuredEncoder(2000, masks, (100, 100), "softplus", 0.0, "batchnorm",
+    encoder = StructuredEncoder(2000, masks, hidden_sizes, "softplus", 0.0, "batchnorm",
                                 1e-3, 1e-3)
-    bound = np.sqrt(6 / (2000 + 100))
-    assert encoder.first.weight.abs().max() <= bound
-    assert encoder.first.weight[:, :100].abs().max() > 0.9 * bound
-    head = encoder.heads.weight
-    assert head[0, :, :2].abs().max() <= np.sqrt(6 / (100 + 2))
-    assert head[0, :, :2].abs().max() > 0.5 * np.sqrt(6 / (100 + 100))
-    assert torch.all(head[0, :, 4:] == 0)
-    assert head[1, :, 100:200].abs().max() <= np.sqrt(6 / (100 + 100))
+
+    def assert_glorot(block, n_in, n_out):
+        std = np.sqrt(2.0 / (n_in + n_out))  # of the uniform on +-sqrt(6 / (n_in + n_out))
+        # four standard errors of a uniform sample's spread, and at least 1 %: the
+        # fan of two blocks side by side would shift it by 2.3 % or more here
+        tolerance = max(0.01, 4 * np.sqrt(0.2 / block.numel()))
+        assert abs(float(block.std()) / std - 1) < tolerance, (block.shape, n_in, n_out)
+
+    if hidden_sizes:
+        first = encoder.first.weight.detach()
+        assert_glorot(first[:, :100], 2000, 100)
+        assert_glorot(first[:, 100:], 2000, 100)
+        heads = encoder.heads.weight.detach()
+        assert_glorot(heads[0, :, :2], 100, 2)
+        assert_glorot(heads[0, :, 2:4], 100, 2)
+        assert torch.all(heads[0, :, 4:] == 0)
+        assert_glorot(heads[1, :, :100], 100, 100)
+        assert_glorot(heads[1, :, 100:200], 100, 100)
+        assert_glorot(encoder.hidden[0].weight.detach()[1], 100, 100)
+    else:  # the first layer is the heads: mean and log-variance of each level
+        first = encoder.first.weight.detach()
+        for start, size in ((0, 2), (2, 2), (4, 100), (104, 100)):
+            assert_glorot(first[:, start:start + size], 2000, size)
 
 
 def test_bad_inputs(corpus):

@@ -10,8 +10,9 @@ the fit, a corpus needs one or two graphs. Steps without a graph (the first few 
 each capacity, which warm the kernels up as capture requires) run eagerly.
 
 Graphs live for one training call. They are used only where nothing outside the
-step reads or changes it between steps: on CUDA, in a one-process fit, with no
-callback of the user's (a learning-rate schedule or gradient clipping would change
+step reads or changes it between steps: on CUDA, with torch's fused Adam (whose
+step counters live on the device), in a one-process fit, with no callback of the
+user's (a learning-rate schedule or gradient clipping would change
 what the recorded step does). Setting the environment variable
 ``SKTOPICS_CUDA_GRAPHS=0`` turns them off. A capture that fails (an operation that
 synchronises with the host, an old driver) warns once, and training goes on
@@ -55,24 +56,38 @@ def use_graphs(device, collective):
 
 
 class CUDAGraphBackend:
-    """Warm-up on a side stream and capture into a ``torch.cuda.CUDAGraph``."""
+    """Warm-up on a side stream and capture into a ``torch.cuda.CUDAGraph``, on the
+    net's own device (which need not be the current one)."""
+
+    def __init__(self, device):
+        self.device = torch.device(device)
 
     def warmup(self, step):
-        stream = torch.cuda.Stream()
-        stream.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(stream):
-            outputs = step()
-        torch.cuda.current_stream().wait_stream(stream)
+        with torch.cuda.device(self.device):
+            stream = torch.cuda.Stream(device=self.device)
+            stream.wait_stream(torch.cuda.current_stream(self.device))
+            with torch.cuda.stream(stream):
+                outputs = step()
+            torch.cuda.current_stream(self.device).wait_stream(stream)
         return outputs
 
     def capture(self, step):
         """Record ``step`` and return a function that replays it and returns its outputs."""
         graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):  # its own memory pool
-            outputs = step()
+        with torch.cuda.device(self.device):
+            stream = torch.cuda.current_stream(self.device)
+            try:
+                # thread_local: fits in other threads (joblib's threading backend)
+                # go on while this one records; its own memory pool
+                with torch.cuda.graph(graph, capture_error_mode="thread_local"):
+                    outputs = step()
+            except BaseException:
+                torch.cuda.set_stream(stream)  # a failed capture can leave its stream current
+                raise
 
         def replay():
-            graph.replay()
+            with torch.cuda.device(self.device):
+                graph.replay()
             return outputs
 
         return replay
@@ -80,6 +95,9 @@ class CUDAGraphBackend:
 
 class EagerBackend:
     """A stand-in for tests: "capture" keeps the step, "replay" runs it again."""
+
+    def __init__(self, device=None):
+        self.device = device
 
     def warmup(self, step):
         return step()
@@ -104,6 +122,7 @@ class GraphedSteps:
         self.replays = {}  # (rows, capacity) -> replay function
         self.warmed = {}  # (rows, capacity) -> eager steps taken
         self.failed = False
+        self.evicted = 0
         self.capturable = [group.get("capturable", False)
                            for group in net.optimizer_.param_groups]
 
@@ -119,15 +138,17 @@ class GraphedSteps:
         if self.failed:
             return None
         key = (len(batch), nnz_capacity(batch.nnz))
-        static = self.statics.get(key)
+        static = self.statics.pop(key, None)
         if static is None:
-            if len(self.statics) >= MAX_GRAPHS:  # forget the oldest shape
-                oldest = next(iter(self.statics))
+            if len(self.statics) >= MAX_GRAPHS:  # forget the least recently used shape
+                stale = next(iter(self.statics))
                 for table in (self.statics, self.replays, self.warmed):
-                    table.pop(oldest, None)
-            static = self.statics[key] = batch.padded(key[1])
+                    table.pop(stale, None)
+                self.evicted += 1
+            static = batch.padded(key[1])
         else:
             batch.pad_into(static)
+        self.statics[key] = static  # most recently used last
         self.net._set_training(True)
         replay = self.replays.get(key)
         if replay is None:
@@ -136,10 +157,11 @@ class GraphedSteps:
                 return self._as_step(self.backend.warmup(lambda: self._recorded_step(static)))
             try:
                 for group in self.net.optimizer_.param_groups:
-                    group["capturable"] = True  # the step counter stays on the device
+                    group["capturable"] = True  # torch.optim refuses to be recorded otherwise
                 replay = self.backend.capture(lambda: self._recorded_step(static))
             except Exception as exc:  # noqa: BLE001 -- any failure means: train eagerly
                 self.failed = True
+                self.close()  # the optimiser's own setting back before any eager step
                 self.net.optimizer_.zero_grad(set_to_none=True)
                 warn(f"Recording the training step as a CUDA graph failed ({exc!s:.200}); "
                      "training goes on without graphs.", RuntimeWarning)

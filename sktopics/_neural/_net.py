@@ -48,9 +48,10 @@ class TopicNet(NeuralNet):
     graph_backend = CUDAGraphBackend
 
     def fit_loop(self, X, y=None, epochs=None, **fit_params):
-        graphs = use_graphs(self.device, self.collective) and all(
-            isinstance(callback, _OWN_CALLBACKS) for _, callback in self.callbacks_)
-        self._graphs = GraphedSteps(self, self.graph_backend()) if graphs else None
+        graphs = (use_graphs(self.device, self.collective)
+                  and self.optimizer_.defaults.get("fused")
+                  and all(isinstance(callback, _OWN_CALLBACKS) for _, callback in self.callbacks_))
+        self._graphs = GraphedSteps(self, self.graph_backend(self.device)) if graphs else None
         try:
             return super().fit_loop(X, y, epochs=epochs, **fit_params)
         finally:

@@ -102,10 +102,13 @@ class StructuredEncoder(nn.Module):
         self.sizes = [n_parents * n_children for n_parents, n_children in self.shapes]
         n_levels, hidden_sizes = len(masks), tuple(hidden_sizes)
         head_sizes = [2 * size for size in self.sizes]  # mean, then log-variance
-        first_sizes = [hidden_sizes[0]] * n_levels if hidden_sizes else head_sizes
-        self.first = InputLinear(n_features, sum(first_sizes))
-        with torch.no_grad():  # Glorot for each level's own layer
-            for block in torch.split(self.first.weight, first_sizes, dim=1):
+        # Glorot for each level's own layer (without a hidden layer, the first layer is
+        # every level's mean and log-variance heads, two layers each)
+        blocks = ([hidden_sizes[0]] * n_levels if hidden_sizes
+                  else [size for size in self.sizes for _ in range(2)])
+        self.first = InputLinear(n_features, sum(blocks))
+        with torch.no_grad():
+            for block in torch.split(self.first.weight, blocks, dim=1):
                 nn.init.xavier_uniform_(block)
         self.activation = ACTIVATIONS[activation]()
         self.hidden = nn.ModuleList(

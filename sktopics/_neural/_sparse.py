@@ -85,7 +85,8 @@ class SparseRows:
                                per_sample_weights=values.to(dense.dtype), mode="sum",
                                include_last_offset=True)
         out = dense.new_zeros(self.shape[1], dense.shape[1])
-        # added, not copied: the empty bags of a padded batch repeat a column
+        # added, not copied: the empty bags of a padded batch repeat a column (adding
+        # their zeros leaves every sum exact, in any order, so on CUDA too)
         return out.index_add_(0, columns.present, part)
 
     def to_dense(self):
