@@ -36,7 +36,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from _common import default_data_home, doc_words
+from _common import MachineLoad, default_data_home, doc_words, machine
 
 import sktopics
 from sktopics import PAMVI, MoLDA
@@ -190,14 +190,16 @@ def main(argv=None):
     torch.set_num_threads(args.threads)
 
     results = []
+    info = machine()
     header = dict(
         date=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-        machine=f"{platform.machine()}, {os.cpu_count()} CPU cores (shared), no GPU"
+        machine=f"{info['cpu']}, {os.cpu_count()} CPU cores, no GPU"
         if not torch.cuda.is_available() else torch.cuda.get_device_name(0),
         python=platform.python_version(), torch=torch.__version__,
-        sktopics=sktopics.__version__, torch_threads=torch.get_num_threads(),
-        args=vars(args),
+        sktopics=sktopics.__version__, commit=info.get("git_commit"),
+        torch_threads=torch.get_num_threads(), args=vars(args),
     )
+    machine_load = MachineLoad().__enter__()
     for dataset in args.datasets:
         X, X_test, vocab = load(dataset)
         batch = 200 if dataset == "20ng" else 50  # the paper's batch sizes
@@ -237,6 +239,8 @@ def main(argv=None):
                                         dataset, setting, target)
                     results.append(res)
 
+    machine_load.__exit__(None, None, None)
+    header.update(load=machine_load.summary(), load_sentence=machine_load.sentence())
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.with_suffix(".json").write_text(json.dumps(dict(header=header, results=results), indent=1))
@@ -250,7 +254,8 @@ def markdown(header, results):
         "",
         f"*measured on {header['machine']}*, {header['date']}; Python {header['python']}, "
         f"torch {header['torch']} ({header['torch_threads']} threads), sktopics "
-        f"{header['sktopics']}. Arguments: `{json.dumps(header['args'])}`.",
+        f"{header['sktopics']}, commit {header.get('commit')}. "
+        f"{header.get('load_sentence', '')} Arguments: `{json.dumps(header['args'])}`.",
         "",
         "NPMI: top 10 words, boolean-document counts over the **test split**; "
         "`eps` = gensim convention (never co-occurring pair ~ -1), `zero` = Lau/Scholar "

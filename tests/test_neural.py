@@ -571,3 +571,27 @@ def test_the_collapse_check_runs_once_per_fit(corpus, monkeypatch):
     model.fit(corpus)
     model.set_params(warm_start=True).fit(corpus)
     assert len(checked) == 3
+
+
+def test_a_callback_that_reads_gradients_sees_every_step(corpus):
+    """The training step skips skorch's gradient notification only when no callback
+    asks for it: a callback that zeroes the gradients it is handed leaves the weights
+    where they started, and is called once per step."""
+    from skorch.callbacks import Callback
+
+    class ZeroGradients(Callback):
+        calls = 0
+
+        def on_grad_computed(self, net, named_parameters, **kwargs):
+            type(self).calls += 1
+            for _, parameter in named_parameters:
+                parameter.grad.zero_()
+
+    X = corpus
+    start = fitted(ProdLDA, X, max_iter=0).net_.module_.state_dict()
+    model = fitted(ProdLDA, X, callbacks=[("zero", ZeroGradients())])
+    steps = sum(len(row["batches"]) for row in model.history_)
+    assert ZeroGradients.calls == steps > 0
+    for name, value in model.net_.module_.state_dict().items():
+        if "running" not in name:  # batch-norm statistics move without gradients
+            torch.testing.assert_close(value, start[name], msg=name)
