@@ -20,7 +20,9 @@ Each measurement runs in a fresh process with ``PYTHONPATH`` set to one tree:
 * ``gibbs``: LDAGibbs K = 50, 100 sweeps on 20NG (one thread), fit and transform
   seconds and the final joint log-likelihood;
 * ``prodlda``: ProdLDA K = 50, 5 epochs on 20NG (two threads), seconds per epoch and
-  the final training loss.
+  the final training loss;
+* ``pamvi``: PAMVI (2, 50) at its defaults, 10 epochs on 20NG (two threads), seconds
+  per epoch and the final training loss (``MODES=pamvi``; not in the default modes).
 
 Needs the corpora in ``../shared/data`` (or ``$SKTOPICS_DATA``).
 """
@@ -78,6 +80,14 @@ elif mode == "gibbs":
     t = time.perf_counter(); m.transform(T); transform = time.perf_counter() - t
     json.dump(dict(fit_s=fit, transform_s=transform, log_lik=m.log_likelihood_trace_[-1]),
               open(out, "w"))
+elif mode == "pamvi":
+    torch.set_num_threads(2)
+    X = load_20news_avitm(data, subset="train").data.astype(np.float64)
+    PAMVI((2, 50), max_iter=1, device="cpu", random_state=0).fit(X[:2000])
+    t = time.perf_counter()
+    m = PAMVI((2, 50), max_iter=10, device="cpu", random_state=0).fit(X)
+    json.dump(dict(s_per_epoch=(time.perf_counter() - t) / 10,
+                   loss=m.history_[-1, "train_loss"]), open(out, "w"))
 else:
     torch.set_num_threads(2)
     X = load_20news_avitm(data, subset="train").data.astype(np.float64)
