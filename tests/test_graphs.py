@@ -112,12 +112,22 @@ class _CountingBackend(_graphs.EagerBackend):
 
     def capture(self, step):
         self.counts["capture"] += 1
+        self.optimizer = _net_of(step).optimizer_
 
         def replay():
             self.counts["replay"] += 1
+            # capturable only while recording: a replay runs no Python, and an eager
+            # step of a capturable optimiser on CUDA warns
+            assert not any(g["capturable"] for g in self.optimizer.param_groups)
             return step()
 
         return replay
+
+
+def _net_of(step):
+    """The net a recorded step belongs to (the GraphedSteps bound in its closure)."""
+    return next(cell.cell_contents for cell in step.__closure__
+                if isinstance(cell.cell_contents, _graphs.GraphedSteps)).net
 
 
 def _simulated(monkeypatch, backend=_CountingBackend):

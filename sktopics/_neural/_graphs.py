@@ -128,9 +128,13 @@ class GraphedSteps:
 
     def close(self):
         """Drop the graphs and give the optimiser back its setting."""
-        for group, capturable in zip(self.net.optimizer_.param_groups, self.capturable):
-            group["capturable"] = capturable
+        self._set_capturable(False)
         self.statics, self.replays, self.warmed = {}, {}, {}
+
+    def _set_capturable(self, capturable):
+        """``True``: every parameter group capturable; ``False``: their own settings."""
+        for group, own in zip(self.net.optimizer_.param_groups, self.capturable):
+            group["capturable"] = True if capturable else own
 
     def step(self, batch):
         """Train on ``batch`` (a :class:`~._sparse.SparseRows`); returns skorch's step
@@ -156,16 +160,20 @@ class GraphedSteps:
                 self.warmed[key] = self.warmed.get(key, 0) + 1
                 return self._as_step(self.backend.warmup(lambda: self._recorded_step(static)))
             try:
-                for group in self.net.optimizer_.param_groups:
-                    group["capturable"] = True  # torch.optim refuses to be recorded otherwise
+                # torch.optim refuses to be recorded otherwise; set for the capture only
+                # (a replay runs no Python, and an eager step of a capturable optimiser
+                # warns), and put back before any other step
+                self._set_capturable(True)
                 replay = self.backend.capture(lambda: self._recorded_step(static))
             except Exception as exc:  # noqa: BLE001 -- any failure means: train eagerly
                 self.failed = True
-                self.close()  # the optimiser's own setting back before any eager step
+                self.close()
                 self.net.optimizer_.zero_grad(set_to_none=True)
                 warn(f"Recording the training step as a CUDA graph failed ({exc!s:.200}); "
                      "training goes on without graphs.", RuntimeWarning)
                 return None
+            finally:
+                self._set_capturable(False)
             self.replays[key] = replay
         return self._as_step(replay())
 
