@@ -24,6 +24,7 @@ backend that replays by calling the step again (:class:`EagerBackend`).
 """
 
 import os
+import threading
 
 import torch
 
@@ -40,6 +41,8 @@ MAX_GRAPHS = 4
 
 #: The smallest capacity, in non-zeros.
 MIN_CAPACITY = 1024
+
+_CAPTURE_LOCK = threading.Lock()
 
 
 def nnz_capacity(nnz):
@@ -61,14 +64,16 @@ class CUDAGraphBackend:
 
     def __init__(self, device):
         self.device = torch.device(device)
+        # torch's default capture stream is made once per process, on the device
+        # current at the first capture: a stream of the net's own device instead
+        self.stream = torch.cuda.Stream(device=self.device)
 
     def warmup(self, step):
         with torch.cuda.device(self.device):
-            stream = torch.cuda.Stream(device=self.device)
-            stream.wait_stream(torch.cuda.current_stream(self.device))
-            with torch.cuda.stream(stream):
+            self.stream.wait_stream(torch.cuda.current_stream(self.device))
+            with torch.cuda.stream(self.stream):
                 outputs = step()
-            torch.cuda.current_stream(self.device).wait_stream(stream)
+            torch.cuda.current_stream(self.device).wait_stream(self.stream)
         return outputs
 
     def capture(self, step):
@@ -77,9 +82,11 @@ class CUDAGraphBackend:
         with torch.cuda.device(self.device):
             stream = torch.cuda.current_stream(self.device)
             try:
-                # thread_local: fits in other threads (joblib's threading backend)
-                # go on while this one records; its own memory pool
-                with torch.cuda.graph(graph, capture_error_mode="thread_local"):
+                # One capture at a time in a process (torch's rule); thread_local: fits
+                # in other threads (joblib's threading backend) go on running while
+                # this one records. Each graph has its own memory pool.
+                with _CAPTURE_LOCK, torch.cuda.graph(graph, stream=self.stream,
+                                                     capture_error_mode="thread_local"):
                     outputs = step()
             except BaseException:
                 torch.cuda.set_stream(stream)  # a failed capture can leave its stream current
@@ -127,8 +134,10 @@ class GraphedSteps:
                            for group in net.optimizer_.param_groups]
 
     def close(self):
-        """Drop the graphs and give the optimiser back its setting."""
+        """Drop the graphs, their gradients (which live in a graph's memory) and give
+        the optimiser back its setting."""
         self._set_capturable(False)
+        self.net.optimizer_.zero_grad(set_to_none=True)
         self.statics, self.replays, self.warmed = {}, {}, {}
 
     def _set_capturable(self, capturable):
