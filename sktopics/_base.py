@@ -1,6 +1,5 @@
 """The estimator contract shared by every sktopics topic model."""
 
-import hashlib
 from abc import abstractmethod
 from numbers import Integral
 
@@ -13,6 +12,7 @@ from ._random import document_offset
 from ._version import __version__
 from .utils._devices import available_device, resolve_device
 from .utils._distributed import current_collective
+from .utils._fingerprint import array_fingerprint
 from .utils._generators import draw_seed
 from .utils._interrupt import deferred_interrupt
 from .utils._pickle import VERSION_KEY, check_pickle_version
@@ -243,10 +243,7 @@ class BaseTopicModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEsti
     def _model_fingerprint(self):
         """A digest of the fitted parameters a score depends on: every rank of a
         data-parallel evaluation must hold the same model."""
-        digest = hashlib.blake2b(digest_size=16)
-        for array in self._model_arrays():
-            digest.update(np.ascontiguousarray(array, dtype=np.float64).tobytes())
-        return digest.hexdigest()
+        return array_fingerprint(self._model_arrays())
 
     def _model_arrays(self):
         """The fitted arrays of :meth:`_model_fingerprint` (subclasses add theirs)."""

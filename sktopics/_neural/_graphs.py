@@ -176,8 +176,7 @@ class GraphedSteps:
                 replay = self.backend.capture(lambda: self._recorded_step(static))
             except Exception as exc:  # noqa: BLE001 -- any failure means: train eagerly
                 self.failed = True
-                self.close()
-                self.net.optimizer_.zero_grad(set_to_none=True)
+                self.close()  # also drops the gradients the failed capture left
                 warn(f"Recording the training step as a CUDA graph failed ({exc!s:.200}); "
                      "training goes on without graphs.", RuntimeWarning)
                 return None
@@ -187,11 +186,8 @@ class GraphedSteps:
         return self._as_step(replay())
 
     def _recorded_step(self, static):
-        net = self.net
-        # Gradients set to None: the recorded backward writes them afresh each replay.
-        net.optimizer_.zero_grad(set_to_none=True)
-        step = net.train_step_single((static, None))
-        net.optimizer_.step()
+        # Gradients set to None first: the recorded backward writes them afresh each replay.
+        step = self.net.optimiser_step((static, None))
         return step["loss"], step["y_pred"]
 
     @staticmethod

@@ -46,6 +46,8 @@ class TopicNet(NeuralNet):
 
     #: Records and replays training steps where :func:`~._graphs.use_graphs` allows.
     graph_backend = CUDAGraphBackend
+    #: The current training call's :class:`~._graphs.GraphedSteps`, or None.
+    _graphs = None
 
     def fit_loop(self, X, y=None, epochs=None, **fit_params):
         graphs = (use_graphs(self.device, self.collective)
@@ -65,11 +67,15 @@ class TopicNet(NeuralNet):
         # read the gradients (gradient clipping, a user's).
         if any(_reads_gradients(callback) for _, callback in self.callbacks_):
             return super().train_step(batch, **fit_params)
-        graphs = getattr(self, "_graphs", None)
-        if graphs is not None and not fit_params and isinstance(batch[0], SparseRows):
-            step = graphs.step(batch[0])
+        if self._graphs is not None and not fit_params and isinstance(batch[0], SparseRows):
+            step = self._graphs.step(batch[0])
             if step is not None:
                 return step
+        return self.optimiser_step(batch, **fit_params)
+
+    def optimiser_step(self, batch, **fit_params):
+        """One step: gradients set to None, forward and backward, the optimiser's
+        update (what a CUDA graph records)."""
         self.optimizer_.zero_grad(set_to_none=True)
         step = self.train_step_single(batch, **fit_params)
         self.optimizer_.step()

@@ -4,7 +4,7 @@ import numpy as np
 import torch
 
 from .._generative import ProductOfExpertsLikelihood
-from ..utils._docstring import fill_doc
+from ..utils._docstring import fill_doc, replace_entries
 from ._data import corpus_word_counts
 from ._docs import (
     COUNT_POLICY,
@@ -21,10 +21,10 @@ __all__ = ["ProdLDA"]
 
 
 #: ``components_`` of a product of experts ranks words; it is no word distribution.
-_FITTED_ATTRIBUTES = FITTED_ATTRIBUTES.replace(
-    "    Topic-word distributions, rows sum to 1.\n",
-    "    ``softmax(beta_)``, rows sum to 1: they rank each topic's words, but they\n"
-    "    are not word distributions of the model (see Notes).\n")
+_FITTED_ATTRIBUTES = replace_entries(FITTED_ATTRIBUTES, components_="""
+components_ : ndarray of shape (n_components, n_features)
+    ``softmax(beta_)``, rows sum to 1: they rank each topic's words, but they
+    are not word distributions of the model (see Notes).""")
 
 
 @fill_doc(shared_parameters=ENCODER_AND_TRAINING, fitted_attributes=_FITTED_ATTRIBUTES,

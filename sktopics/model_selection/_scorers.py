@@ -165,15 +165,7 @@ class _HeldOutScorer:
                  "log-likelihood; its score is NaN (use folds with words in them).",
                  UserWarning)
             nan = float("nan")
-            if not self.return_stderr:
-                return nan
-            out = {"score": nan, "stderr": nan, "bias": nan, "bias_half": nan,
-                   "budget": float(size)}
-            if size < 4:
-                del out["bias_half"]
-            if self.bias_tolerance is not None:
-                out["bias_tolerance"] = float(self.bias_tolerance)
-            return out
+            return self._output(nan, nan, nan, nan, size)
         if self.bias_tolerance is not None and np.isnan(bias):
             warn(f"{self.name}: with {self.budget}={size} the budget cannot be checked "
                  "(there is no half budget to compare with), so the estimate's bias is "
@@ -187,10 +179,15 @@ class _HeldOutScorer:
                  "The estimate is biased low by at least about as much, and by more for "
                  "larger models, so candidates closer than that may be ranked the wrong "
                  f"way round. {self.remedy}", RankingWarning)
+        return self._output(float(result.per_token), result.per_token_stderr, bias, earlier,
+                            size)
+
+    def _output(self, score, stderr, bias, earlier, size):
+        """The score, or with ``return_stderr`` the dict of every entry."""
         if not self.return_stderr:
-            return float(result.per_token)
-        out = {"score": float(result.per_token), "stderr": result.per_token_stderr,
-               "bias": bias, "bias_half": earlier, "budget": float(size)}
+            return score
+        out = {"score": score, "stderr": stderr, "bias": bias, "bias_half": earlier,
+               "budget": float(size)}
         if size < 4:  # no quarter budget: left out rather than NaN in every fold
             del out["bias_half"]
         if self.bias_tolerance is not None:

@@ -1,11 +1,12 @@
-"""The identity of a count matrix, to recognise the same corpus again."""
+"""The identity of a count matrix (to recognise the same corpus again) or of a model's
+arrays (to check that every rank holds the same model)."""
 
 import hashlib
 
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["count_fingerprint"]
+__all__ = ["array_fingerprint", "count_fingerprint"]
 
 
 def count_fingerprint(X):
@@ -33,4 +34,23 @@ def count_fingerprint(X):
     for part in (np.asarray(X.shape), X.indptr, X.indices):
         digest.update(np.ascontiguousarray(part, dtype=np.int64).tobytes())
     digest.update(np.ascontiguousarray(X.data, dtype=np.float64).tobytes())
+    return digest.hexdigest()
+
+
+def array_fingerprint(arrays):
+    """A 128-bit BLAKE2 digest of a sequence of arrays' shapes and values (as float64).
+
+    Parameters
+    ----------
+    arrays : iterable of array-like
+
+    Returns
+    -------
+    digest : str
+    """
+    digest = hashlib.blake2b(digest_size=16)
+    for array in arrays:
+        array = np.ascontiguousarray(array, dtype=np.float64)
+        digest.update(np.asarray(array.shape, dtype=np.int64).tobytes())
+        digest.update(array.tobytes())
     return digest.hexdigest()
