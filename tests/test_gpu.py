@@ -315,6 +315,39 @@ def test_cuda_graph_training_matches_eager_training(X, name, monkeypatch):
                                    rtol=1e-3, atol=1e-4, msg=key)
 
 
+def test_a_failed_cuda_graph_capture_leaves_the_random_generator_working(X, monkeypatch):
+    """A step that synchronises with the host cannot be recorded: the fit warns once,
+    trains eagerly (dropout and the reparameterisation draw random numbers), and the
+    device's generator still draws afterwards, although the failed capture never
+    reached torch's capture epilogue."""
+    from sktopics._neural import _graphs
+
+    monkeypatch.setattr(_graphs, "_failures", 0)
+    capture = _graphs.CUDAGraphBackend.capture
+
+    def synchronising(self, step):
+        def step_then_read():
+            outputs = step()
+            outputs[0].item()  # a host read while the stream records: the capture fails
+            return outputs
+        return capture(self, step_then_read)
+
+    monkeypatch.setattr(_graphs.CUDAGraphBackend, "capture", synchronising)
+    with pytest.warns(RuntimeWarning, match="CUDA graph failed") as record:
+        model = _fit("ProdLDA", X, max_iter=6, batch_size=20, dropout=0.2)
+    assert sum("CUDA graph" in str(w.message) for w in record) == 1
+    assert np.isfinite(model.components_).all()
+    draws = torch.rand(1000, device=CUDA)
+    assert 0.4 < draws.mean().item() < 0.6
+    captures = []  # and the next fit records its step again
+    monkeypatch.setattr(_graphs.CUDAGraphBackend, "capture",
+                        lambda self, step: captures.append(1) or capture(self, step))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        _fit("ProdLDA", X, max_iter=6, batch_size=20)
+    assert captures
+
+
 def test_auto_sampler_on_cuda_is_the_fused_parallel_sweep(X):
     """At K = 600 "auto" takes the fused kernel on a GPU, and the kernel really runs: a
     fallback would warn, record its failure and switch the fit to MH."""

@@ -21,6 +21,12 @@ from sktopics._neural._modules import TFBatchNorm
 from sktopics._neural._sparse import InputLinear
 
 
+@pytest.fixture(autouse=True)
+def _no_earlier_failures(monkeypatch):
+    """Each test starts in a process without failed captures (they are counted)."""
+    monkeypatch.setattr(_graphs, "_failures", 0)
+
+
 def _batch(n_rows=12, n_columns=40, seed=0, dtype=torch.float64):
     rng = np.random.default_rng(seed)
     dense = rng.poisson(0.4, (n_rows, n_columns)).astype(np.float32)
@@ -250,3 +256,22 @@ def test_a_failed_capture_warns_once_and_training_goes_on_eagerly(monkeypatch):
     assert sum("CUDA graph" in str(w.message) for w in record) == 1
     for name, value in _weights(model).items():
         torch.testing.assert_close(value, eager[name], rtol=1e-4, atol=1e-5, msg=name)
+
+
+def test_fits_stop_trying_after_repeated_failed_captures(monkeypatch):
+    """A capture that always fails (an old driver) costs each fit a warning and a
+    graph's memory: after MAX_FAILURES of them the process trains eagerly, silently."""
+    X = _corpus()
+    monkeypatch.setattr(_net, "use_graphs", lambda device, collective: _graphs.use_graphs(
+        "cuda", collective))  # the real decision, as if on CUDA
+    monkeypatch.setattr(_net.TopicNet, "graph_backend", _FailingBackend)
+    for _ in range(_graphs.MAX_FAILURES):
+        with pytest.warns(RuntimeWarning, match="CUDA graph failed"):
+            _fit(ProdLDA, X, n_components=3)
+    assert not _graphs.use_graphs("cuda", None)
+    monkeypatch.setattr(_net.TopicNet, "graph_backend", _CountingBackend)
+    _CountingBackend.counts = None
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        _fit(ProdLDA, X, n_components=3)
+    assert _CountingBackend.counts is None

@@ -15,8 +15,9 @@ step counters live on the device), in a one-process fit, with no callback of the
 user's (a learning-rate schedule or gradient clipping would change
 what the recorded step does). Setting the environment variable
 ``SKTOPICS_CUDA_GRAPHS=0`` turns them off. A capture that fails (an operation that
-synchronises with the host, an old driver) warns once, and training goes on
-eagerly.
+synchronises with the host, an old driver, an autograd graph of the parameters kept
+alive from outside the fit) warns once, and training goes on eagerly; after
+:data:`MAX_FAILURES` failed captures in a process, fits stop trying.
 
 The capture itself is a small backend (:class:`CUDAGraphBackend`), so that the
 padding, the bookkeeping and the fallback run in tests on any device with a
@@ -42,7 +43,17 @@ MAX_GRAPHS = 4
 #: The smallest capacity, in non-zeros.
 MIN_CAPACITY = 1024
 
+#: Failed captures in a process after which no fit tries again.
+MAX_FAILURES = 3
+
 _CAPTURE_LOCK = threading.Lock()
+
+# Graphs whose capture failed: torch's allocator keeps a reference to a graph whose
+# capture did not end, so they stay alive for the process.
+_FAILED_GRAPHS = []
+
+# Failed captures so far in this process, any backend.
+_failures = 0
 
 
 def nnz_capacity(nnz):
@@ -53,7 +64,7 @@ def nnz_capacity(nnz):
 def use_graphs(device, collective):
     """Whether training steps on ``device`` can be replayed from CUDA graphs (the
     net also checks that no callback of the user's is present)."""
-    if os.environ.get("SKTOPICS_CUDA_GRAPHS", "1") == "0":
+    if os.environ.get("SKTOPICS_CUDA_GRAPHS", "1") == "0" or _failures >= MAX_FAILURES:
         return False
     return torch.device(device).type == "cuda" and collective is None
 
@@ -81,16 +92,19 @@ class CUDAGraphBackend:
         graph = torch.cuda.CUDAGraph()
         with torch.cuda.device(self.device):
             stream = torch.cuda.current_stream(self.device)
-            try:
-                # One capture at a time in a process (torch's rule); thread_local: fits
-                # in other threads (joblib's threading backend) go on running while
-                # this one records. Each graph has its own memory pool.
-                with _CAPTURE_LOCK, torch.cuda.graph(graph, stream=self.stream,
-                                                     capture_error_mode="thread_local"):
-                    outputs = step()
-            except BaseException:
-                torch.cuda.set_stream(stream)  # a failed capture can leave its stream current
-                raise
+            # One capture at a time in a process (torch's rule); thread_local: fits in
+            # other threads (joblib's threading backend) go on running while this one
+            # records. Each graph has its own memory pool.
+            with _CAPTURE_LOCK:
+                try:
+                    with torch.cuda.graph(graph, stream=self.stream,
+                                          capture_error_mode="thread_local"):
+                        outputs = step()
+                except BaseException:
+                    _FAILED_GRAPHS.append(graph)
+                    _end_capture_state(self.stream)
+                    torch.cuda.set_stream(stream)  # a failed capture can leave its stream current
+                    raise
 
         def replay():
             with torch.cuda.device(self.device):
@@ -98,6 +112,23 @@ class CUDAGraphBackend:
             return outputs
 
         return replay
+
+
+def _end_capture_state(stream):
+    """Clear what a failed capture leaves in torch's random generator.
+
+    A capture that fails never reaches torch's capture epilogue, and some torch
+    versions then keep the device's generator marked as capturing: every later random
+    draw on the device raises ("Offset increment outside graph capture"). A capture
+    that ends cleanly runs the epilogue, which clears the mark.
+    """
+    scratch = torch.zeros(1, device=stream.device)
+    graph = torch.cuda.CUDAGraph()
+    try:
+        with torch.cuda.graph(graph, stream=stream, capture_error_mode="thread_local"):
+            scratch.add_(1)
+    except Exception:  # noqa: BLE001 -- the failed capture's own error is the one to report
+        _FAILED_GRAPHS.append(graph)
 
 
 class EagerBackend:
@@ -175,6 +206,8 @@ class GraphedSteps:
                 self._set_capturable(True)
                 replay = self.backend.capture(lambda: self._recorded_step(static))
             except Exception as exc:  # noqa: BLE001 -- any failure means: train eagerly
+                global _failures
+                _failures += 1
                 self.failed = True
                 self.close()  # also drops the gradients the failed capture left
                 warn(f"Recording the training step as a CUDA graph failed ({exc!s:.200}); "
