@@ -79,6 +79,36 @@ def test_padded_batch_computes_what_the_batch_computes():
         torch.testing.assert_close(got, want)
 
 
+@pytest.mark.parametrize("extra", [0, 1, 37, 500])
+def test_padding_is_shared_out_and_both_orders_hold_the_same_entries(extra):
+    """No row and no column slot takes more than its even share of the padding (one
+    GPU thread walks each), and the row-major and column-major layouts of the padded
+    batch are one set of entries: ``order`` is a permutation that maps every
+    column-major entry to a row-major entry of the same row, column and value."""
+    x, _ = _batch()
+    padded = x.padded(x.nnz + extra)
+    columns = padded.by_column
+    n_slots = columns.present.shape[0]
+
+    def shares(padded_bounds, bounds, n_groups):
+        lengths = bounds.diff()
+        added = padded_bounds.diff() - torch.cat([lengths, lengths.new_zeros(n_groups - len(lengths))])
+        assert added.min() >= 0 and added.sum() == extra
+        assert added.max() - added.min() <= 1
+
+    shares(padded.bounds, x.bounds, x.shape[0])
+    shares(columns.bounds, x.by_column.bounds, n_slots)
+    positions = torch.arange(padded.nnz)
+    assert torch.equal(padded.rows, torch.repeat_interleave(torch.arange(x.shape[0]),
+                                                            padded.bounds.diff()))
+    assert torch.equal(torch.sort(columns.order).values, positions)
+    slot_columns = torch.repeat_interleave(columns.present, columns.bounds.diff())
+    assert torch.equal(padded.rows[columns.order], columns.rows)
+    assert torch.equal(padded.columns[columns.order], slot_columns)
+    assert torch.equal(padded.values[columns.order], columns.values)
+    assert (padded.values == 0).sum() == extra + (x.values == 0).sum()
+
+
 def test_pad_into_overwrites_a_larger_batch_entirely():
     """A static batch that held a batch with more non-zeros holds the new one
     exactly: no entry of the former survives in the padding."""

@@ -116,31 +116,53 @@ class SparseRows:
     def pad_into(self, out):
         """Write this batch into ``out``, a padded batch of the same rows and columns.
 
-        ``out`` keeps its shapes (a static buffer replayed by a CUDA graph): the entries
-        beyond ``nnz`` are zero-valued, in the last row (row-major) and in the last
-        present column's bag (column-major); the present columns beyond this batch's
-        are empty bags. A zero value contributes nothing to any product or sum of the
-        batch, so the padded batch computes what this one does.
+        ``out`` keeps its shapes (a static buffer replayed by a CUDA graph); the
+        ``out.nnz - nnz`` padding entries are zero-valued, so the padded batch computes
+        every product and sum this one does. They are spread evenly over the rows
+        (row-major) and over the present-column slots (column-major; slots beyond this
+        batch's columns are column 0): the products and row sums give each row or
+        column to one GPU thread, which would otherwise walk all the padding alone.
+        The two orders hold the same entries: the ``k``-th padding entry of either is
+        in the ``k``-th padding row and the ``k``-th padding slot's column, and
+        ``order`` maps one onto the other. Within a row or column the padding follows
+        the batch's own entries, so their order is no longer ascending.
         """
         if out.shape != self.shape or out.nnz < self.nnz:
             raise ValueError("pad_into needs a batch of the same shape with room for the entries.")
-        nnz, last_row = self.nnz, self.shape[0] - 1
-        columns = self.by_column
-        n_present = columns.present.shape[0]
-        target = out.by_column
-        for source, static, fill in ((self.rows, out.rows, last_row), (self.columns, out.columns, 0),
-                                     (self.values, out.values, 0),
-                                     (columns.rows, target.rows, last_row),
-                                     (columns.values, target.values, 0),
-                                     (columns.present, target.present, 0)):
-            static[:source.shape[0]].copy_(source)
-            static[source.shape[0]:].fill_(fill)
-        out.bounds.copy_(self.bounds)
-        out.bounds[-1:].fill_(out.nnz)
-        target.bounds[:n_present].copy_(columns.bounds[:n_present])
-        target.bounds[n_present:].fill_(out.nnz)
-        target.order[:nnz].copy_(columns.order)
-        torch.arange(nnz, out.nnz, out=target.order[nnz:])
+        n, n_pad = self.nnz, out.nnz - self.nnz
+        columns, target = self.by_column, out.by_column
+        n_slots, n_present = target.present.shape[0], columns.present.shape[0]
+        index = torch.arange(max(n, n_pad), device=self.device)
+        real, pad = index[:n], index[:n_pad]
+
+        def spread(bounds, n_groups):
+            """Groups' bounds with the padding shared out, and each padding entry's
+            group and position."""
+            extra = torch.arange(n_groups + 1, device=self.device) * n_pad // n_groups
+            group = torch.searchsorted(extra[1:], pad, right=True)
+            return bounds + extra, extra, group, bounds[1:].index_select(0, group) + pad
+
+        # row-major: row r's entries move up by the padding of the rows before it
+        out_bounds, extra, pad_row, pad_at = spread(self.bounds, self.shape[0])
+        real_at = real + extra.index_select(0, self.rows)
+        out.bounds.copy_(out_bounds)
+        # column-major: the batch's present columns, then empty slots of column 0
+        target.present[:n_present].copy_(columns.present)
+        target.present[n_present:].fill_(0)
+        slot_bounds = torch.cat([columns.bounds, columns.bounds.new_full((n_slots - n_present,), n)])
+        target_bounds, slot_extra, pad_slot, pad_slot_at = spread(slot_bounds, n_slots)
+        target.bounds.copy_(target_bounds)
+        slot = torch.searchsorted(columns.bounds[1:], real, right=True)
+        real_slot_at = real + slot_extra.index_select(0, slot)
+        pad_column = target.present.index_select(0, pad_slot)
+
+        out.rows.index_copy_(0, real_at, self.rows).index_copy_(0, pad_at, pad_row)
+        out.columns.index_copy_(0, real_at, self.columns).index_copy_(0, pad_at, pad_column)
+        out.values.index_copy_(0, real_at, self.values).index_fill_(0, pad_at, 0)
+        target.rows.index_copy_(0, real_slot_at, columns.rows).index_copy_(0, pad_slot_at, pad_row)
+        target.values.index_copy_(0, real_slot_at, columns.values).index_fill_(0, pad_slot_at, 0)
+        target.order.index_copy_(0, real_slot_at, real_at.index_select(0, columns.order))
+        target.order.index_copy_(0, pad_slot_at, pad_at)
 
 
 def row_sums(x, per_entry):
