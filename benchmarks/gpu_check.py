@@ -439,6 +439,8 @@ def report(results):
               if env.get("gpu") else f"CPU ({env.get('cpu')})")
     lines += [f"Device: {device}, torch {env.get('torch')}, {env.get('cpu_count')} CPU cores; "
               f"commit {env.get('git_commit')}.", ""]
+    if env.get("note"):
+        lines += [env["note"], ""]
     suite = results.get("suite")
     if suite:
         lines += ["## Test suite on the GPU machine (`SKTOPICS_TEST_DEVICE=auto`)", "",
@@ -478,7 +480,8 @@ def report(results):
     prodlda = bench.get("prodlda")
     if prodlda:
         text = (f"- ProdLDA, 20NG K = 50, batch 200, {prodlda.get('epochs', 100)} epochs "
-                f"(step: {_step(prodlda)})")
+                f"(step: {_step(prodlda)}"
+                + (f", commit {prodlda['git_commit']}" if "git_commit" in prodlda else "") + ")")
         if "seconds" in prodlda:
             text += (f": {prodlda['seconds']:.2f} s ({prodlda['s_per_epoch']:.3f} s an epoch), "
                      f"NPMI {prodlda['npmi']:.3f}, topic diversity "
