@@ -33,6 +33,17 @@ def one_thread():
     torch.set_num_threads(threads)
 
 
+@pytest.fixture(autouse=True)
+def no_failed_graph_captures(monkeypatch):
+    """Each test starts as if no CUDA-graph capture had failed in the process: the
+    failures are counted, and after a few of them fits stop using graphs (on a GPU,
+    tests that make captures fail on purpose would otherwise turn graphs off for the
+    tests after them in the same worker)."""
+    from sktopics._neural import _graphs
+
+    monkeypatch.setattr(_graphs, "_failures", 0)
+
+
 DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
 
 

@@ -322,7 +322,6 @@ def test_a_failed_cuda_graph_capture_leaves_the_random_generator_working(X, monk
     reached torch's capture epilogue."""
     from sktopics._neural import _graphs
 
-    monkeypatch.setattr(_graphs, "_failures", 0)
     capture = _graphs.CUDAGraphBackend.capture
 
     def synchronising(self, step):

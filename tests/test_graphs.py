@@ -21,17 +21,11 @@ from sktopics._neural._modules import TFBatchNorm
 from sktopics._neural._sparse import InputLinear
 
 
-@pytest.fixture(autouse=True)
-def _no_earlier_failures(monkeypatch):
-    """Each test starts in a process without failed captures (they are counted)."""
-    monkeypatch.setattr(_graphs, "_failures", 0)
-
-
 def _batch(n_rows=12, n_columns=40, seed=0, dtype=torch.float64):
     rng = np.random.default_rng(seed)
     dense = rng.poisson(0.4, (n_rows, n_columns)).astype(np.float32)
     dense[:, 5] = 0.0  # a column no row uses
-    dense[-1, :3] = 2.0  # the last row, which holds the padding, has entries
+    dense[-1, :3] = 2.0  # the last row has entries
     x = next(DeviceCSR(sp.csr_matrix(dense), "cpu").sparse_batches([np.arange(n_rows)]))
     x.values = x.values.to(dtype)
     x.by_column = x.by_column._replace(values=x.by_column.values.to(dtype))
@@ -79,14 +73,19 @@ def test_padded_batch_computes_what_the_batch_computes():
         torch.testing.assert_close(got, want)
 
 
-@pytest.mark.parametrize("extra", [0, 1, 37, 500])
-def test_padding_is_shared_out_and_both_orders_hold_the_same_entries(extra):
+@pytest.mark.parametrize("n_rows, n_columns, extra", [
+    (12, 40, 0), (12, 40, 1), (12, 40, 37), (12, 40, 500),
+    (1, 40, 37),  # one row takes all the row-major padding
+    (2, 400, 37),  # a capacity below the number of columns: fewer slots than columns
+])
+def test_padding_is_shared_out_and_both_orders_hold_the_same_entries(n_rows, n_columns, extra):
     """No row and no column slot takes more than its even share of the padding (one
     GPU thread walks each), and the row-major and column-major layouts of the padded
     batch are one set of entries: ``order`` is a permutation that maps every
     column-major entry to a row-major entry of the same row, column and value."""
-    x, _ = _batch()
+    x, dense = _batch(n_rows, n_columns)
     padded = x.padded(x.nnz + extra)
+    torch.testing.assert_close(padded.to_dense(), dense)
     columns = padded.by_column
     n_slots = columns.present.shape[0]
 
@@ -106,7 +105,7 @@ def test_padding_is_shared_out_and_both_orders_hold_the_same_entries(extra):
     assert torch.equal(padded.rows[columns.order], columns.rows)
     assert torch.equal(padded.columns[columns.order], slot_columns)
     assert torch.equal(padded.values[columns.order], columns.values)
-    assert (padded.values == 0).sum() == extra + (x.values == 0).sum()
+    assert (padded.values == 0).sum() == extra  # _batch stores no zeros
 
 
 def test_pad_into_overwrites_a_larger_batch_entirely():
@@ -295,9 +294,11 @@ def test_fits_stop_trying_after_repeated_failed_captures(monkeypatch):
     monkeypatch.setattr(_net, "use_graphs", lambda device, collective: _graphs.use_graphs(
         "cuda", collective))  # the real decision, as if on CUDA
     monkeypatch.setattr(_net.TopicNet, "graph_backend", _FailingBackend)
-    for _ in range(_graphs.MAX_FAILURES):
-        with pytest.warns(RuntimeWarning, match="CUDA graph failed"):
+    for fit in range(1, _graphs.MAX_FAILURES + 1):
+        with pytest.warns(RuntimeWarning, match="CUDA graph failed") as record:
             _fit(ProdLDA, X, n_components=3)
+        said = any("later fits in this process" in str(w.message) for w in record)
+        assert said == (fit == _graphs.MAX_FAILURES)
     assert not _graphs.use_graphs("cuda", None)
     monkeypatch.setattr(_net.TopicNet, "graph_backend", _CountingBackend)
     _CountingBackend.counts = None

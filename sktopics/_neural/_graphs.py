@@ -17,7 +17,8 @@ what the recorded step does). Setting the environment variable
 ``SKTOPICS_CUDA_GRAPHS=0`` turns them off. A capture that fails (an operation that
 synchronises with the host, an old driver, an autograd graph of the parameters kept
 alive from outside the fit) warns once, and training goes on eagerly; after
-:data:`MAX_FAILURES` failed captures in a process, fits stop trying.
+:data:`MAX_FAILURES` failed captures in a process, fits stop trying (the warning of
+the last one says so).
 
 The capture itself is a small backend (:class:`CUDAGraphBackend`), so that the
 padding, the bookkeeping and the fallback run in tests on any device with a
@@ -48,12 +49,21 @@ MAX_FAILURES = 3
 
 _CAPTURE_LOCK = threading.Lock()
 
-# Graphs whose capture failed: torch's allocator keeps a reference to a graph whose
-# capture did not end, so they stay alive for the process.
+# Graphs whose capture failed, kept alive for the process: a capture that did not end
+# may have left references to its graph in torch.
 _FAILED_GRAPHS = []
 
 # Failed captures so far in this process, any backend.
 _failures = 0
+_FAILURES_LOCK = threading.Lock()
+
+
+def _count_failure():
+    """Count a failed capture; returns whether fits stop trying from now on."""
+    global _failures
+    with _FAILURES_LOCK:
+        _failures += 1
+        return _failures == MAX_FAILURES
 
 
 def nnz_capacity(nnz):
@@ -90,20 +100,23 @@ class CUDAGraphBackend:
     def capture(self, step):
         """Record ``step`` and return a function that replays it and returns its outputs."""
         graph = torch.cuda.CUDAGraph()
+        pool = torch.cuda.graph_pool_handle()  # the graph's own memory pool
         with torch.cuda.device(self.device):
             stream = torch.cuda.current_stream(self.device)
             # One capture at a time in a process (torch's rule); thread_local: fits in
             # other threads (joblib's threading backend) go on running while this one
-            # records. Each graph has its own memory pool.
+            # records.
             with _CAPTURE_LOCK:
                 try:
-                    with torch.cuda.graph(graph, stream=self.stream,
+                    with torch.cuda.graph(graph, pool=pool, stream=self.stream,
                                           capture_error_mode="thread_local"):
                         outputs = step()
                 except BaseException:
-                    _FAILED_GRAPHS.append(graph)
-                    _end_capture_state(self.stream)
-                    torch.cuda.set_stream(stream)  # a failed capture can leave its stream current
+                    try:
+                        _FAILED_GRAPHS.append(graph)
+                        _end_failed_capture(torch.cuda.current_device(), self.stream, pool)
+                    finally:
+                        torch.cuda.set_stream(stream)  # a failed capture can leave its stream current
                     raise
 
         def replay():
@@ -114,21 +127,30 @@ class CUDAGraphBackend:
         return replay
 
 
-def _end_capture_state(stream):
-    """Clear what a failed capture leaves in torch's random generator.
+def _end_failed_capture(device_index, stream, pool):
+    """Undo, as far as torch allows, what a capture that failed before its end left.
 
-    A capture that fails never reaches torch's capture epilogue, and some torch
-    versions then keep the device's generator marked as capturing: every later random
-    draw on the device raises ("Offset increment outside graph capture"). A capture
-    that ends cleanly runs the epilogue, which clears the mark.
+    Its end never ran. In some torch versions the caching allocator then goes on
+    routing the capture's allocations to its pool (consulting the capture at every
+    allocation on the device), and the device's random generator stays marked as
+    capturing, so that every later random draw raises ("Offset increment outside graph
+    capture"). Ending the pool's routing clears the first; a small capture that ends
+    cleanly runs torch's capture epilogue, which clears the second. Best effort: the
+    failed capture's own error is the one reported.
     """
-    scratch = torch.zeros(1, device=stream.device)
-    graph = torch.cuda.CUDAGraph()
     try:
+        torch._C._cuda_endAllocateToPool(device_index, pool)
+    except Exception:  # noqa: BLE001 -- already ended by torch, or no such binding
+        pass
+    graph = None
+    try:
+        scratch = torch.zeros(1, device=torch.device("cuda", device_index))
+        graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(graph, stream=stream, capture_error_mode="thread_local"):
             scratch.add_(1)
-    except Exception:  # noqa: BLE001 -- the failed capture's own error is the one to report
-        _FAILED_GRAPHS.append(graph)
+    except Exception:  # noqa: BLE001
+        if graph is not None:
+            _FAILED_GRAPHS.append(graph)
 
 
 class EagerBackend:
@@ -206,12 +228,13 @@ class GraphedSteps:
                 self._set_capturable(True)
                 replay = self.backend.capture(lambda: self._recorded_step(static))
             except Exception as exc:  # noqa: BLE001 -- any failure means: train eagerly
-                global _failures
-                _failures += 1
+                last = _count_failure()
                 self.failed = True
                 self.close()  # also drops the gradients the failed capture left
                 warn(f"Recording the training step as a CUDA graph failed ({exc!s:.200}); "
-                     "training goes on without graphs.", RuntimeWarning)
+                     "training goes on without graphs."
+                     + (f" After {MAX_FAILURES} failed captures, later fits in this process "
+                        "train without graphs too." if last else ""), RuntimeWarning)
                 return None
             finally:
                 self._set_capturable(False)

@@ -21,7 +21,8 @@ __all__ = ["SparseRows", "ColumnMajor", "InputLinear", "row_sums"]
 
 
 class ColumnMajor(NamedTuple):
-    """A batch's non-zeros grouped by column (columns ascending, rows ascending within)."""
+    """A batch's non-zeros grouped by column (columns ascending, rows ascending within;
+    a padded batch's padding follows each column's own entries)."""
 
     present: torch.Tensor  #: the columns with at least one non-zero
     bounds: torch.Tensor  #: where each present column's entries start, then their count
@@ -120,8 +121,9 @@ class SparseRows:
         ``out.nnz - nnz`` padding entries are zero-valued, so the padded batch computes
         every product and sum this one does. They are spread evenly over the rows
         (row-major) and over the present-column slots (column-major; slots beyond this
-        batch's columns are column 0): the products and row sums give each row or
-        column to one GPU thread, which would otherwise walk all the padding alone.
+        batch's columns are column 0): on a GPU the products and row sums walk each
+        row's or column's entries in one thread (per output feature), which would
+        otherwise walk all the padding alone.
         The two orders hold the same entries: the ``k``-th padding entry of either is
         in the ``k``-th padding row and the ``k``-th padding slot's column, and
         ``order`` maps one onto the other. Within a row or column the padding follows
@@ -138,7 +140,7 @@ class SparseRows:
         def spread(bounds, n_groups):
             """Groups' bounds with the padding shared out, and each padding entry's
             group and position."""
-            extra = torch.arange(n_groups + 1, device=self.device) * n_pad // n_groups
+            extra = torch.arange(n_groups + 1, device=self.device) * n_pad // max(n_groups, 1)
             group = torch.searchsorted(extra[1:], pad, right=True)
             return bounds + extra, extra, group, bounds[1:].index_select(0, group) + pad
 
