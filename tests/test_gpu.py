@@ -331,6 +331,9 @@ def test_a_failed_cuda_graph_capture_leaves_the_random_generator_working(X, monk
             return outputs
         return capture(self, step_then_read)
 
+    pools = []  # the failed capture's memory pool
+    handle = torch.cuda.graph_pool_handle
+    monkeypatch.setattr(torch.cuda, "graph_pool_handle", lambda: pools.append(handle()) or pools[-1])
     monkeypatch.setattr(_graphs.CUDAGraphBackend, "capture", synchronising)
     with pytest.warns(RuntimeWarning, match="CUDA graph failed") as record:
         model = _fit("ProdLDA", X, max_iter=6, batch_size=20, dropout=0.2)
@@ -339,6 +342,13 @@ def test_a_failed_cuda_graph_capture_leaves_the_random_generator_working(X, monk
     assert np.isfinite(model.components_).all()
     draws = torch.rand(1000, device=CUDA)
     assert 0.4 < draws.mean().item() < 0.6
+    assert torch.cuda.current_stream(CUDA) == torch.cuda.default_stream(CUDA)
+    # no allocation is routed to the failed capture's pool any more: ending it again fails
+    end = (getattr(torch._C, "_cuda_endAllocateToPool", None)
+           or torch._C._cuda_endAllocateCurrentStreamToPool)
+    assert len(pools) == 1
+    with pytest.raises(RuntimeError):
+        end(CUDA.index, pools[0])
     captures = []  # and the next fit records its step again
     monkeypatch.setattr(_graphs.CUDAGraphBackend, "capture",
                         lambda self, step: captures.append(1) or capture(self, step))

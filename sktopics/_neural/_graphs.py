@@ -114,7 +114,7 @@ class CUDAGraphBackend:
                 except BaseException:
                     try:
                         _FAILED_GRAPHS.append(graph)
-                        _end_failed_capture(torch.cuda.current_device(), self.stream, pool)
+                        _end_failed_capture(self.stream, pool)
                     finally:
                         torch.cuda.set_stream(stream)  # a failed capture can leave its stream current
                     raise
@@ -127,24 +127,29 @@ class CUDAGraphBackend:
         return replay
 
 
-def _end_failed_capture(device_index, stream, pool):
+def _end_failed_capture(stream, pool):
     """Undo, as far as torch allows, what a capture that failed before its end left.
 
     Its end never ran. In some torch versions the caching allocator then goes on
     routing the capture's allocations to its pool (consulting the capture at every
     allocation on the device), and the device's random generator stays marked as
     capturing, so that every later random draw raises ("Offset increment outside graph
-    capture"). Ending the pool's routing clears the first; a small capture that ends
-    cleanly runs torch's capture epilogue, which clears the second. Best effort: the
-    failed capture's own error is the one reported.
+    capture"). Ending the pool's routing (and releasing the pool) clears the first; a
+    small capture that ends cleanly runs torch's capture epilogue, which clears the
+    second. Best effort: the failed capture's own error is the one reported.
     """
+    device = stream.device
     try:
-        torch._C._cuda_endAllocateToPool(device_index, pool)
-    except Exception:  # noqa: BLE001 -- already ended by torch, or no such binding
+        # torch 2.8 renamed the binding
+        end = (getattr(torch._C, "_cuda_endAllocateToPool", None)
+               or torch._C._cuda_endAllocateCurrentStreamToPool)
+        end(device.index, pool)
+        torch._C._cuda_releasePool(device.index, pool)
+    except Exception:  # noqa: BLE001 -- torch ended the routing itself
         pass
     graph = None
     try:
-        scratch = torch.zeros(1, device=torch.device("cuda", device_index))
+        scratch = torch.zeros(1, device=device)
         graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(graph, stream=stream, capture_error_mode="thread_local"):
             scratch.add_(1)
