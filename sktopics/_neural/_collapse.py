@@ -74,11 +74,9 @@ def proportions_collapse(model, X):
         message += ("The input has fractional values (tf-idf weights?): the model reads "
                     "them as counts, and a document whose weights sum to a few units is "
                     "little evidence for its topics. Pass raw counts (CountVectorizer).")
-    elif getattr(model, "free_bits", 0) > 0:
-        message += ("The documents may be too short for this many topics: fit fewer "
-                    "topics (see the user guide).")
     else:
+        floor = "" if getattr(model, "free_bits", 0) > 0 else ", or set free_bits above 0"
         message += ("The documents may be too short for this many topics: fit fewer "
-                    "topics, or set free_bits above 0 (see the user guide).")
+                    f"topics{floor} (see the user guide).")
     bar = min(_FRACTIONAL_FACTOR / n_topics, _FRACTIONAL_CAP) if fractional else 0.0
     return collapsed or share < bar, share, message.rstrip()
