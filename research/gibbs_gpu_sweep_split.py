@@ -81,8 +81,67 @@ for K in topics:
 
         row["kernel_ms"] = timed(kernel_only)
     row["M_tokens_per_s"] = corpus.n_tokens / row["sweep_ms"] / 1e3
+    if fused and device.type == "cuda":
+        # The kernel alone at other tile sizes and warp counts (the package uses a
+        # 4096-element tile and Triton's default of 4 warps).
+        from sktopics._gibbs._fused import _dense_kernel
+
+        kernel = _dense_kernel(False)
+        block_k = 1 << max(0, K - 1).bit_length()
+        V = corpus.n_features
+        configs = {}
+        for tile in (2048, 4096, 8192, 16384):
+            for warps in (2, 4, 8, 16):
+                block_t = max(1, tile // block_k)
+
+                def launch():
+                    for start, stop, u in blocks:
+                        C = stop - start
+                        kernel[(-(-C // block_t),)](
+                            corpus.doc[start:stop], corpus.word[start:stop],
+                            state.z[start:stop], u, theta_tab, phi_tab, state.n_dk,
+                            state.n_wk, state.n_k, alpha, new_z[start:stop], C, K,
+                            beta - 1.0, V * beta - 1.0, BLOCK_T=block_t, BLOCK_K=block_k,
+                            num_warps=warps)
+
+                try:
+                    launch()
+                    configs[f"tile{tile}_warps{warps}"] = timed(launch)
+                except Exception as exc:  # noqa: BLE001 - a configuration Triton refuses
+                    configs[f"tile{tile}_warps{warps}"] = repr(exc)[:120]
+        row["kernel_configs_ms"] = configs
     print(json.dumps(row), flush=True)
     rows.append(row)
+
+if device.type == "cuda":
+    # The sweep inside a fit, timed as the GPU kit times it (burn-in + M sweeps minus
+    # burn-in sweeps), and a profile of the fit's host and device time by operation.
+    from sktopics import LDAGibbs
+
+    def fit(K, n):
+        return LDAGibbs(K, algorithm="parallel", max_iter=n, optimize_interval=None,
+                        n_kept_samples=1, evaluate_every=10**6, device="cuda",
+                        random_state=0).fit(X)
+
+    for row in rows:
+        K = row["K"]
+        fit(K, 2)
+        times = {}
+        for n in (5, 25):
+            torch.cuda.synchronize()
+            tic = time.perf_counter()
+            fit(K, n)
+            torch.cuda.synchronize()
+            times[n] = time.perf_counter() - tic
+        row["fit_sweep_ms"] = 1e3 * (times[25] - times[5]) / 20
+        row["fit_M_tokens_per_s"] = corpus.n_tokens / row["fit_sweep_ms"] / 1e3
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU,
+                                                torch.profiler.ProfilerActivity.CUDA]) as prof:
+            fit(K, 10)
+        row["fit_profile"] = prof.key_averages().table(sort_by="self_device_time_total",
+                                                       row_limit=15)
+        print(json.dumps({k: v for k, v in row.items() if k != "fit_profile"}), flush=True)
+        print(row["fit_profile"], flush=True)
 with open(out, "w") as f:
     commit = os.environ.get("SKTOPICS_COMMIT") or subprocess.run(
         ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
