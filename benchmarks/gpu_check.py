@@ -19,14 +19,14 @@ One command, about 10 minutes at most::
    * LDAGibbs steady-state tokens/s on 20 Newsgroups (AVITM's training set tiled 16
      times, 15.9 M tokens) at K = 50 (parallel sweep) and K = 1024 (parallel sweep,
      which ``algorithm="auto"`` uses on a GPU, and Metropolis-Hastings for
-     comparison); goals: >= 1 G tokens/s at K = 50, >= 700 M at K = 1024;
+     comparison); goals: >= 2 G tokens/s at K = 50, >= 1.5 G at K = 1024;
    * ProdLDA, 100 epochs of 20 Newsgroups, K = 50, batch 200, with the settings of
      the plain torch loop of ``_plain_vae.py`` (the original ProdLDA code's), and
      that plain loop with the same settings on the same device in the same run;
      goal: <= 5 s;
-   * PAMVI 50 super- / 100 sub-topics on 20 Newsgroups: 5 epochs are timed and the
-     20-epoch figure the goal is about is **estimated as 4 x that timing** (an
-     epoch's cost does not change along training); goal: <= 2 minutes;
+   * PAMVI 50 super- / 100 sub-topics on 20 Newsgroups, a fit with the default
+     settings (100 epochs), against the 11 minutes the aviPAM paper reports; goal:
+     <= 20 s;
    * AIS, 1,000 temperatures over the whole 20 Newsgroups test set (K = 50, one
      chain, ``kernel="auto"``); goal: <= 10 s.
 
@@ -69,9 +69,9 @@ ROOT = Path(__file__).resolve().parents[1]
 #: so that a slow step is reported rather than holding up the others; with the
 #: suite's limit the whole kit stays near 10 minutes.
 BENCHMARKS = [
-    ("gibbs", 90, ">= 1 G tokens/s at K = 50, >= 700 M at K = 1024"),
+    ("gibbs", 90, ">= 2 G tokens/s at K = 50, >= 1.5 G at K = 1024"),
     ("prodlda", 120, "100 epochs <= 5 s"),
-    ("pamvi", 80, "20 epochs of 50 / 100 <= 120 s"),
+    ("pamvi", 120, "default fit of 50 / 100 <= 20 s"),
     ("ais", 90, "1,000 temperatures <= 10 s"),
     ("distributed", 90, "data_parallel with NCCL (world size 1) gives the one-process fit"),
 ]
@@ -209,22 +209,17 @@ def bench_prodlda(data_home, device, smoke, save):
 
 
 def bench_pamvi(data_home, device, smoke, save):
-    """5 epochs timed; the goal is for 20 (the epochs of the CPU benchmark), so the
-    20-epoch figure is estimated as 4 times the 5-epoch timing (an epoch's cost does not
-    change along training)."""
+    """A fit with the default settings, timed whole."""
     from sktopics import PAMVI
     from sktopics.metrics import npmi_coherence, topic_diversity
 
     train, test = _20news(data_home, "train"), _20news(data_home, "test")
+    params = dict(structure=(50, 100), device=device, random_state=0)
     if smoke:
-        train = train[:500]
-    epochs = 1 if smoke else 5
-    PAMVI(structure=(50, 100), max_iter=1, device=device, random_state=0).fit(train[:500])
-    model, seconds = _timed(lambda: PAMVI(structure=(50, 100), max_iter=epochs, device=device,
-                                          random_state=0).fit(train))
-    return {"seconds_timed": seconds, "epochs_timed": epochs,
-            "seconds_20_epochs_estimate": 20 * seconds / epochs,
-            "s_per_epoch": seconds / epochs,
+        train, params["max_iter"] = train[:500], 1
+    PAMVI(**dict(params, max_iter=1)).fit(train[:500])  # warm-up
+    model, seconds = _timed(lambda: PAMVI(**params).fit(train))
+    return {"seconds": seconds, "epochs": int(model.n_iter_), "s_per_epoch": seconds / model.n_iter_,
             "npmi": float(npmi_coherence(model, test).mean),
             "topic_diversity": float(topic_diversity(model))}
 
@@ -307,7 +302,7 @@ def goals(name, result):
     if name == "gibbs":
         rows = {(r["K"], r["algorithm"]): r["tokens_per_s"] for r in result.get("rows", [])}
         checks = []
-        for K, threshold, text in ((50, 1e9, ">= 1 G tokens/s"), (1024, 7e8, ">= 700 M tokens/s")):
+        for K, threshold, text in ((50, 2e9, ">= 2 G tokens/s"), (1024, 1.5e9, ">= 1.5 G tokens/s")):
             rate = rows.get((K, "parallel"))
             checks.append((f"K = {K}, parallel sweep",
                            "not measured" if rate is None else f"{rate / 1e6:,.0f} M tokens/s",
@@ -319,11 +314,10 @@ def goals(name, result):
                  "not measured" if seconds is None else f"{seconds:.2f} s",
                  "<= 5 s", None if seconds is None else seconds <= 5)]
     if name == "pamvi":
-        seconds = result.get("seconds_20_epochs_estimate", result.get("seconds"))
-        timed = result.get("epochs_timed", 5)
-        return [(f"20 epochs (estimated: {20 / timed:g} x a {timed}-epoch timing)",
+        seconds = result.get("seconds")
+        return [(f"default fit ({result.get('epochs', '?')} epochs)",
                  "not measured" if seconds is None else f"{seconds:.2f} s",
-                 "<= 120 s", None if seconds is None else seconds <= 120)]
+                 "<= 20 s", None if seconds is None else seconds <= 20)]
     if name == "ais":
         seconds = result.get("seconds")
         return [("1,000 temperatures", "not measured" if seconds is None else f"{seconds:.2f} s",
@@ -501,14 +495,11 @@ def report(results):
         lines.append(text)
     pamvi = bench.get("pamvi")
     if pamvi:
-        text = f"- PAMVI (50, 100), 20NG (step: {_step(pamvi)})"
-        timed = pamvi.get("seconds_timed", pamvi.get("s_per_epoch", 0) * pamvi.get("epochs_timed", 0))
-        estimate = pamvi.get("seconds_20_epochs_estimate", pamvi.get("seconds"))
-        if estimate is not None:
-            text += (f": {pamvi['epochs_timed']} epochs timed, {timed:.2f} s; 20 epochs "
-                     f"estimated as {20 / pamvi['epochs_timed']:g} x that timing: "
-                     f"{estimate:.2f} s; NPMI "
-                     f"{pamvi['npmi']:.3f}, topic diversity {pamvi['topic_diversity']:.3f}")
+        text = f"- PAMVI (50, 100), 20NG, default settings (step: {_step(pamvi)})"
+        if "seconds" in pamvi:
+            text += (f": {pamvi['epochs']} epochs in {pamvi['seconds']:.2f} s "
+                     f"({pamvi['s_per_epoch']:.3f} s an epoch); NPMI {pamvi['npmi']:.3f}, "
+                     f"topic diversity {pamvi['topic_diversity']:.3f}")
         lines.append(text)
     ais = bench.get("ais")
     if ais:

@@ -167,7 +167,7 @@ def test_pam_path_ais_is_the_same_whoever_solves_the_tail(monkeypatch):
         _split_everywhere(monkeypatch, tail_rows)
         runs.append(ais_log_likelihood(view, X, n_temperatures=4, n_chains=2,
                                        random_state=0).per_document)
-    np.testing.assert_array_equal(runs[0], runs[1])
+    _assert_same_weights(runs[1], runs[0])
 
 
 @pytest.mark.parametrize("kw", [dict(n_particles=6, n_filters=2),
