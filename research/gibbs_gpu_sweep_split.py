@@ -2,12 +2,13 @@
 
 Builds the sampler's state for the 20 Newsgroups training set directly (as LDAGibbs
 does) and times, with CUDA synchronisation around each part and the median of
-``REPEATS`` repeats: the frozen tables, the recount and, with the fused kernel drawing
-in word-major (position) order and in document order, the whole sweep
-(``parallel_sweep``), the uniforms and the fused kernel's calls alone (the uniforms
-drawn beforehand). On the GPU kit's corpus (``COPIES=16`` stacked training sets); on a
-machine without CUDA it times the CPU's eager sweep instead, as a check of the script
-(``COPIES=1 REPEATS=2``).
+``REPEATS`` repeats: the whole sweep (``parallel_sweep``), the frozen tables, the
+uniforms, the fused kernel's calls alone (the uniforms drawn beforehand), the recount,
+the kernel alone at other tile sizes and warp counts, and the sweep inside a fit (timed
+as the GPU kit times it, with a profile by operation). On the GPU kit's corpus
+(``COPIES=16`` stacked training sets); on a machine without CUDA it times the CPU's
+eager sweep instead, as a check of the script (``COPIES=1 REPEATS=2``). Its results:
+``research/results/gibbs_gpu_sweep_split.json``.
 
 Usage: ``python research/gibbs_gpu_sweep_split.py DATA_HOME OUT.json [K ...]``
 """
@@ -30,7 +31,7 @@ from sktopics.datasets import load_20news_avitm
 
 REPEATS = int(os.environ.get("REPEATS", 10))
 data_home, out = sys.argv[1], sys.argv[2]
-topics = [int(k) for k in sys.argv[3:]] or [50, 256, 1024]
+topics = [int(k) for k in sys.argv[3:]] or [50, 1024]
 device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
 # The GPU kit's corpus: the training set stacked COPIES times (16: 15.9 M tokens).
 COPIES = int(os.environ.get("COPIES", 16))
@@ -62,39 +63,86 @@ for K in topics:
     key = stream_key(0, _sweeps.STREAMS["dense"], 0)
     fused = _sweeps.fused_dense_available(device, K)
     row = {"K": K, "device": str(device), "tokens": corpus.n_tokens, "fused": fused}
+    row["sweep_ms"] = timed(lambda: _sweeps.parallel_sweep(state, alpha, beta, 0, 0, chunk))
     row["tables_ms"] = timed(lambda: _sweeps._frozen_tables(state, alpha, beta))
+    block = _sweeps._FUSED_CHUNK if fused else chunk
+    row["uniforms_ms"] = timed(lambda: list(_sweeps._uniform_blocks(key, corpus, block)))
     row["recount_ms"] = timed(state.rebuild_counts)
-    # The sweep with the fused kernel in word-major (position) order and in document
-    # order, whatever the package's rule would pick.
-    for name, min_topics in (("word_order", 10**9), ("doc_order", 1)):
-        _sweeps._DOC_MAJOR_MIN_TOPICS = min_topics
-        row[f"{name}_sweep_ms"] = timed(
-            lambda: _sweeps.parallel_sweep(state, alpha, beta, 0, 0, chunk))
-        row[f"{name}_M_tokens_per_s"] = corpus.n_tokens / row[f"{name}_sweep_ms"] / 1e3
-        if fused:
-            order = _sweeps.fused_order(corpus, K)
-            theta_tab, phi_tab = _sweeps._frozen_tables(state, alpha, beta)
-            blocks = list(_sweeps._fused_blocks(key, corpus, order))
-            row[f"{name}_uniforms_ms"] = timed(
-                lambda: list(_sweeps._fused_blocks(key, corpus, order)))
-            new_z = torch.empty_like(state.z)
+    if fused:
+        theta_tab, phi_tab = _sweeps._frozen_tables(state, alpha, beta)
+        blocks = list(_sweeps._uniform_blocks(key, corpus, block))
+        new_z = torch.empty_like(state.z)
 
-            def kernel_only():
-                for start, stop, u in blocks:
-                    if order is None:
-                        _sweeps.fused_dense_chunk(
+        def kernel_only():
+            for start, stop, u in blocks:
+                _sweeps.fused_dense_chunk(
+                    corpus.doc[start:stop], corpus.word[start:stop], state.z[start:stop],
+                    theta_tab, phi_tab, state.n_dk, state.n_wk, state.n_k, alpha, beta, u,
+                    out=new_z[start:stop])
+
+        row["kernel_ms"] = timed(kernel_only)
+    row["M_tokens_per_s"] = corpus.n_tokens / row["sweep_ms"] / 1e3
+    if fused and device.type == "cuda":
+        # The kernel alone at other tile sizes and warp counts (the package uses a
+        # 4096-element tile and Triton's default of 4 warps).
+        from sktopics._gibbs._fused import _dense_kernel
+
+        kernel = _dense_kernel(False)
+        block_k = 1 << max(0, K - 1).bit_length()
+        V = corpus.n_features
+        configs = {}
+        for tile in (2048, 4096, 8192, 16384):
+            for warps in (2, 4, 8, 16):
+                block_t = max(1, tile // block_k)
+
+                def launch():
+                    for start, stop, u in blocks:
+                        C = stop - start
+                        kernel[(-(-C // block_t),)](
                             corpus.doc[start:stop], corpus.word[start:stop],
-                            state.z[start:stop], theta_tab, phi_tab, state.n_dk, state.n_wk,
-                            state.n_k, alpha, beta, u, out=new_z[start:stop])
-                    else:
-                        _sweeps.fused_dense_chunk(
-                            corpus.doc, corpus.word, state.z, theta_tab, phi_tab, state.n_dk,
-                            state.n_wk, state.n_k, alpha, beta, u, out=new_z,
-                            order=order[start:stop])
+                            state.z[start:stop], u, theta_tab, phi_tab, state.n_dk,
+                            state.n_wk, state.n_k, alpha, new_z[start:stop], C, K,
+                            beta - 1.0, V * beta - 1.0, BLOCK_T=block_t, BLOCK_K=block_k,
+                            num_warps=warps)
 
-            row[f"{name}_kernel_ms"] = timed(kernel_only)
+                try:
+                    launch()
+                    configs[f"tile{tile}_warps{warps}"] = timed(launch)
+                except Exception as exc:  # noqa: BLE001 - a configuration Triton refuses
+                    configs[f"tile{tile}_warps{warps}"] = repr(exc)[:120]
+        row["kernel_configs_ms"] = configs
     print(json.dumps(row), flush=True)
     rows.append(row)
+
+if device.type == "cuda":
+    # The sweep inside a fit, timed as the GPU kit times it (burn-in + M sweeps minus
+    # burn-in sweeps), and a profile of the fit's host and device time by operation.
+    from sktopics import LDAGibbs
+
+    def fit(K, n):
+        return LDAGibbs(K, algorithm="parallel", max_iter=n, optimize_interval=None,
+                        n_kept_samples=1, evaluate_every=10**6, device="cuda",
+                        random_state=0).fit(X)
+
+    for row in rows:
+        K = row["K"]
+        fit(K, 2)
+        times = {}
+        for n in (5, 25):
+            torch.cuda.synchronize()
+            tic = time.perf_counter()
+            fit(K, n)
+            torch.cuda.synchronize()
+            times[n] = time.perf_counter() - tic
+        row["fit_sweep_ms"] = 1e3 * (times[25] - times[5]) / 20
+        row["fit_M_tokens_per_s"] = corpus.n_tokens / row["fit_sweep_ms"] / 1e3
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU,
+                                                torch.profiler.ProfilerActivity.CUDA]) as prof:
+            fit(K, 10)
+        row["fit_profile"] = prof.key_averages().table(sort_by="self_device_time_total",
+                                                       row_limit=15)
+        print(json.dumps({k: v for k, v in row.items() if k != "fit_profile"}), flush=True)
+        print(row["fit_profile"], flush=True)
 with open(out, "w") as f:
     commit = os.environ.get("SKTOPICS_COMMIT") or subprocess.run(
         ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()

@@ -46,7 +46,7 @@ def _have_triton():
 #: Set when the kernel failed to build or launch: the sweeps use the eager kernels.
 _failure = []
 
-#: (device, BLOCK_K, ordered) configurations whose first launch ran to completion.
+#: (device, BLOCK_K) configurations whose first launch ran to completion.
 _verified = set()
 
 
@@ -70,18 +70,14 @@ def _dense_kernel(interpreted):
 
     @triton.jit
     def kernel(doc_ptr, word_ptr, z_ptr, u_ptr, theta_ptr, phi_ptr, ndk_ptr, nwk_ptr, nk_ptr,
-               alpha_ptr, out_ptr, order_ptr, n_tokens, K, beta_m1, vbeta_m1,
-               BLOCK_T: tl.constexpr, BLOCK_K: tl.constexpr, ORDERED: tl.constexpr):
-        i = tl.program_id(0).to(tl.int64) * BLOCK_T + tl.arange(0, BLOCK_T)
-        live = i < n_tokens
-        if ORDERED:
-            t = tl.load(order_ptr + i, mask=live, other=0)
-        else:
-            t = i
+               alpha_ptr, out_ptr, n_tokens, K, beta_m1, vbeta_m1,
+               BLOCK_T: tl.constexpr, BLOCK_K: tl.constexpr):
+        t = tl.program_id(0).to(tl.int64) * BLOCK_T + tl.arange(0, BLOCK_T)
+        live = t < n_tokens
         d = tl.load(doc_ptr + t, mask=live, other=0).to(tl.int64)
         w = tl.load(word_ptr + t, mask=live, other=0).to(tl.int64)
         z = tl.load(z_ptr + t, mask=live, other=0).to(tl.int64)
-        u = tl.load(u_ptr + i, mask=live, other=0.0)
+        u = tl.load(u_ptr + t, mask=live, other=0.0)
         k = tl.arange(0, BLOCK_K)
         topic = k < K
         both = live[:, None] & topic[None, :]
@@ -105,21 +101,13 @@ def _dense_kernel(interpreted):
 
 
 def fused_dense_chunk(doc, word, z, theta_tab, phi_tab, n_dk, n_wk, n_k, alpha, beta, u,
-                      out=None, order=None):
+                      out=None):
     """:func:`~sktopics._gibbs._sweeps.dense_chunk` in one kernel (same arguments).
 
     ``n_k`` must be int64 (as in :class:`~._state.GibbsState`), the tables
     contiguous. Returns int32 topics of shape ``(C,)`` (written to ``out`` if given).
-
-    With ``order`` (int64 positions, shape ``(C,)``), the call draws the tokens at those
-    positions of ``doc``, ``word`` and ``z`` (the whole corpus's arrays), the i-th of
-    them with ``u[i]``, and writes each topic to its position of ``out`` (required).
-    The draws are the same as in position order; only the order the tables are read
-    in changes.
     """
-    C = doc.shape[0] if order is None else order.shape[0]
-    if order is not None and out is None:
-        raise ValueError("an ordered call writes into out")
+    C = doc.shape[0]
     K = theta_tab.shape[1]
     V = phi_tab.shape[0]
     if out is None:
@@ -131,11 +119,10 @@ def fused_dense_chunk(doc, word, z, theta_tab, phi_tab, n_dk, n_wk, n_k, alpha, 
     grid = (-(-C // block_t),)
     try:
         kernel = _dense_kernel(_interpreting())
-        kernel[grid](doc, word, z, u, theta_tab, phi_tab, n_dk, n_wk, n_k, alpha, out,
-                     doc if order is None else order, C, K, float(beta) - 1.0,
-                     float(V * beta) - 1.0, BLOCK_T=block_t, BLOCK_K=block_k,
-                     ORDERED=order is not None)
-        configuration = (doc.device, block_k, order is not None)
+        kernel[grid](doc, word, z, u, theta_tab, phi_tab, n_dk, n_wk, n_k, alpha, out, C, K,
+                     float(beta) - 1.0, float(V * beta) - 1.0, BLOCK_T=block_t,
+                     BLOCK_K=block_k)
+        configuration = (doc.device, block_k)
         if doc.device.type == "cuda" and configuration not in _verified:
             # A fault of a launch surfaces at the next synchronisation, outside this
             # try: the first launch of each configuration is waited for here.

@@ -60,10 +60,6 @@ _RNG_BLOCK = 1 << 16
 #: Tokens per call of the fused kernel (its only work space is their uniforms).
 _FUSED_CHUNK = 1 << 22
 
-#: Smallest K at which the fused kernel draws in document-major order (see
-#: :func:`fused_order`).
-_DOC_MAJOR_MIN_TOPICS = 256
-
 
 def _take(table, index):
     """1-D gather; ``index_select`` is several times faster than ``table[index]``."""
@@ -164,34 +160,6 @@ def _uniform_blocks(key, corpus, chunk):
             yield start, stop, u_block[start - b_start:stop - b_start]
 
 
-def fused_order(corpus, n_components):
-    """The order the fused kernel draws tokens in: None (position order, word-major)
-    or ``corpus.doc_perm`` (document-major).
-
-    Each draw reads its document's and its word's rows of the frozen tables. In word
-    order a word's row is read by consecutive tokens and stays in cache, while the
-    documents' rows come from memory one token at a time; at large K with more
-    documents than words that is the sweep's whole cost (20 Newsgroups x 16, K = 1024:
-    65 GB of document rows a sweep). Document order turns it round: each document's
-    row is read once and the word table, the smaller, stays in cache. It costs a
-    gather of each token's position, worth it only when rows are long.
-    """
-    if n_components >= _DOC_MAJOR_MIN_TOPICS and corpus.n_docs > corpus.n_features:
-        return corpus.doc_perm
-    return None
-
-
-def _fused_blocks(key, corpus, order):
-    """:func:`_uniform_blocks` for the fused kernel: ``(start, stop, u)`` per chunk of
-    positions in ``order`` (or of token positions, when it is None)."""
-    if order is None:
-        yield from _uniform_blocks(key, corpus, _FUSED_CHUNK)
-        return
-    for start in range(0, corpus.n_tokens, _FUSED_CHUNK):
-        stop = min(start + _FUSED_CHUNK, corpus.n_tokens)
-        yield start, stop, counter_uniform(key, corpus.token_numbers(order[start:stop]))
-
-
 def parallel_sweep(state, alpha, beta, seed, sweep, chunk):
     """One fully parallel (frozen-count) sweep; updates ``state`` in place."""
     corpus = state.corpus
@@ -202,18 +170,12 @@ def parallel_sweep(state, alpha, beta, seed, sweep, chunk):
     K = state.n_components
     if fused_dense_available(corpus.device, K):
         # No (chunk, K) work space: a chunk costs its uniforms only.
-        order = fused_order(corpus, K)
         try:
-            for start, stop, u in _fused_blocks(key, corpus, order):
-                if order is None:
-                    fused_dense_chunk(corpus.doc[start:stop], corpus.word[start:stop],
-                                      state.z[start:stop], theta_tab, phi_tab, state.n_dk,
-                                      state.n_wk, state.n_k, alpha, beta, u,
-                                      out=new_z[start:stop])
-                else:
-                    fused_dense_chunk(corpus.doc, corpus.word, state.z, theta_tab, phi_tab,
-                                      state.n_dk, state.n_wk, state.n_k, alpha, beta, u,
-                                      out=new_z, order=order[start:stop])
+            for start, stop, u in _uniform_blocks(key, corpus, _FUSED_CHUNK):
+                fused_dense_chunk(corpus.doc[start:stop], corpus.word[start:stop],
+                                  state.z[start:stop], theta_tab, phi_tab, state.n_dk,
+                                  state.n_wk, state.n_k, alpha, beta, u,
+                                  out=new_z[start:stop])
         except FusedKernelError:
             pass  # warned once; the eager chunks below redo the sweep
         else:
