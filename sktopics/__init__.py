@@ -2,7 +2,8 @@
 
 Estimators: :class:`LDAGibbs` (collapsed Gibbs), :class:`AVITM`, :class:`ProdLDA`
 (autoencoding variational inference), :class:`PAMVI` and :class:`MoLDA` (amortised
-inference for Pachinko allocation), with :func:`top_words`. Submodules
+inference for Pachinko allocation), with :func:`top_words`; settings:
+:func:`set_config`, :func:`get_config`, :func:`config_context`. Submodules
 :mod:`sktopics.metrics`, :mod:`sktopics.datasets`, :mod:`sktopics.model_selection`,
 :mod:`sktopics.inspection`, :mod:`sktopics.distributed` and :mod:`sktopics.pam` load on
 first use.
@@ -10,6 +11,7 @@ first use.
 
 import importlib
 
+from ._config import config_context, get_config, set_config
 from ._gibbs._lda_gibbs import LDAGibbs
 from ._neural._avitm import AVITM
 from ._neural._molda import MoLDA
@@ -22,7 +24,8 @@ _SUBMODULES = ("datasets", "distributed", "inspection", "metrics", "model_select
                "utils")
 
 __all__ = [
-    "AVITM", "LDAGibbs", "MoLDA", "PAMVI", "ProdLDA", "top_words", "__version__", *_SUBMODULES
+    "AVITM", "LDAGibbs", "MoLDA", "PAMVI", "ProdLDA", "config_context", "get_config",
+    "set_config", "top_words", "__version__", *_SUBMODULES
 ]
 
 

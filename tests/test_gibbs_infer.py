@@ -9,7 +9,10 @@ import torch
 from scipy.special import gammaln
 from scipy.stats import beta, gamma, kstest
 
+from sktopics import LDAGibbs
 from sktopics._gibbs._infer import CellCorpus, SharedGammas, infer_doc_topic, log_gamma
+from sktopics._kernels._infer import infer_documents
+from sktopics._random import stream_key
 
 # Topics over 3 words and an asymmetric prior.
 PHI = np.array([[0.6, 0.3, 0.1], [0.1, 0.2, 0.7]])
@@ -42,6 +45,48 @@ def test_transform_kernel_matches_enumerated_posterior_mean(counts):
         for seed in range(n_calls)])
     mean, se = means.mean(0), means.std(0, ddof=1) / np.sqrt(n_calls)
     assert np.all(np.abs(mean - exact) < 5 * se + 1e-3), (mean, exact, se)
+
+
+@pytest.mark.parametrize("counts", [[2, 1, 1], [10, 1, 2]])
+def test_compiled_transform_kernel_matches_enumerated_posterior_mean(counts):
+    # A document's uniforms are keyed by its tokens: copies in one call are the same
+    # chain, so independent chains come from calls with different keys.
+    exact = _exact_posterior_mean(counts)
+    X = sp.csr_matrix(np.array([counts], dtype=np.int64))
+    word_topic = np.ascontiguousarray(PHI.T, dtype=np.float32)
+    alpha = ALPHA.astype(np.float32)
+    means = np.empty((400, len(ALPHA)))
+    for seed in range(len(means)):
+        infer_documents(X, word_topic, alpha, 60, 20, stream_key(seed, 10, 0), means[seed:],
+                        0, 1)
+    mean, se = means.mean(0), means.std(0, ddof=1) / np.sqrt(len(means))
+    assert np.all(np.abs(mean - exact) < 5 * se + 1e-3), (mean, exact, se)
+    assert se.max() < 0.01  # the check has power: the gap between the topics' words is far wider
+
+
+def test_compiled_transform_is_the_same_in_any_batch_and_on_any_threads():
+    dense = np.ceil(sp.random(40, 30, density=0.3, random_state=0).toarray() * 12)
+    dense[5] = dense[3]  # two equal documents
+    X = sp.csr_matrix(dense)
+    phi = np.random.default_rng(0).dirichlet(np.ones(30), size=5)
+    model = LDAGibbs(n_components=5, random_state=0, transform_max_iter=20).fit(X)
+    model.components_ = phi
+    whole = model.transform(X)
+    np.testing.assert_array_equal(whole[5], whole[3])
+    np.testing.assert_array_equal(model.transform(X[10:20]), whole[10:20])
+    np.testing.assert_array_equal(model.transform(X[::-1]), whole[::-1])
+    np.testing.assert_array_equal(model.set_params(n_jobs=3).transform(X), whole)
+    np.testing.assert_allclose(whole.sum(1), 1.0)
+    # The same counts stored otherwise: unsorted, a duplicate entry, an explicit zero.
+    coo = X.tocoo()
+    order = np.random.default_rng(1).permutation(coo.nnz)
+    rows, cols, data = coo.row[order], coo.col[order], coo.data[order]
+    messy = sp.csr_matrix((np.r_[data - 1, np.ones(coo.nnz), 0.0],
+                           (np.r_[rows, rows, 0], np.r_[cols, cols, 29])), shape=X.shape)
+    messy.has_canonical_format = False
+    before = messy.copy()
+    np.testing.assert_array_equal(model.transform(messy), whole)
+    np.testing.assert_array_equal(messy.indices, before.indices)  # not modified
 
 
 def test_transform_kernel_is_independent_of_chunk_size():

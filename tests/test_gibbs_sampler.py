@@ -5,6 +5,7 @@ posterior over the 2**5 topic configurations is computed exactly from the
 collapsed joint p(w, z).
 """
 
+import functools
 import itertools
 import os
 import subprocess
@@ -17,6 +18,7 @@ import torch
 from scipy.special import gammaln
 from scipy.stats import chi2
 
+from sktopics import config_context
 from sktopics._gibbs import _fused as fused
 from sktopics._gibbs import _sweeps as sweeps
 from sktopics._gibbs._fused import fused_dense_available, fused_dense_chunk
@@ -31,6 +33,7 @@ from sktopics._gibbs._sweeps import (
     random_init,
     sequential_sweep,
 )
+from sktopics._kernels._gibbs import parallel_draws
 from sktopics._random import counter_uniform, stream_key
 
 ALPHA = np.array([0.4, 0.9])
@@ -186,7 +189,8 @@ def _jacobi_stationary():
     return pi / pi.sum()
 
 
-def test_parallel_sweep_stationary_distribution():
+@pytest.mark.parametrize("cpu_kernels", ["compiled", "torch"])
+def test_parallel_sweep_stationary_distribution(cpu_kernels):
     """The parallel sweep converges to its own (AD-LDA) stationary law.
 
     Every token is drawn from its exact conditional given the frozen state, so the
@@ -205,7 +209,8 @@ def test_parallel_sweep_stationary_distribution():
     def sweep_fn(state, sweep):
         parallel_sweep(state, ALPHA, BETA, 3, sweep, chunk=4)
 
-    counts, trace = _run_chain(sweep_fn, 10000, seed=3)
+    with config_context(cpu_kernels=cpu_kernels):
+        counts, trace = _run_chain(sweep_fn, 10000, seed=3)
     freq = counts / counts.sum()
     tv_jacobi = 0.5 * np.abs(freq - jacobi).sum()
     assert tv_jacobi < 0.06, tv_jacobi
@@ -232,7 +237,16 @@ def _fused_device():
     pytest.skip("needs Triton with CUDA, or its interpreter (see test_fused_kernel_interpreted)")
 
 
-@pytest.mark.parametrize("kernel", ["eager", "fused"])
+def _compiled_draw(doc, word, z, theta_tab, phi_tab, n_dk, n_wk, n_k, alpha, beta, u, key):
+    """The compiled kernel's draws of these tokens, the i-th with counter i (the
+    uniforms ``u`` of the other kernels, from the same key)."""
+    out = np.empty(doc.shape[0], np.int32)
+    arrays = [a.numpy() for a in (doc, word, z, n_dk, n_wk, n_k, alpha)]
+    parallel_draws(*arrays, beta, key, np.zeros(0, np.int64), out, 0, doc.shape[0])
+    return torch.from_numpy(out)
+
+
+@pytest.mark.parametrize("kernel", ["eager", "fused", "compiled"])
 def test_dense_draw_is_the_exact_conditional(kernel):
     """Each token of a parallel sweep is drawn from its exact full conditional."""
     draw, device = dense_chunk, "cpu"
@@ -249,6 +263,8 @@ def test_dense_draw_is_the_exact_conditional(kernel):
         doc, word, z = _replicated(state, i, n)
         u = counter_uniform(stream_key(11, 1, i), torch.arange(n))
         args = (doc, word, z, theta_tab, phi_tab, state.n_dk, state.n_wk, state.n_k, alpha)
+        if kernel == "compiled":
+            draw = functools.partial(_compiled_draw, key=stream_key(11, 1, i))
         draws = draw(*(a.to(device) for a in args), BETA, u.to(device)).cpu().numpy()
         expected = _conditional(corpus.doc.numpy(), corpus.word.numpy(),
                                 state.z.numpy().astype(np.int64), i,
@@ -297,7 +313,7 @@ def test_parallel_sweep_fused_matches_eager(monkeypatch):
 
     eager, fused = state("cpu"), state(device)
     monkeypatch.setattr(sweeps, "_FUSED_CHUNK", 1000)  # several chunks
-    with monkeypatch.context() as eager_only:
+    with monkeypatch.context() as eager_only, config_context(cpu_kernels="torch"):
         eager_only.setattr(sweeps, "fused_dense_available", lambda *a: False)
         parallel_sweep(eager, alpha, 0.05, 7, 1, chunk=512)
     parallel_sweep(fused, alpha, 0.05, 7, 1, chunk=512)

@@ -15,7 +15,7 @@ import scipy.sparse as sp
 import torch
 from skorch.callbacks import Callback
 
-from sktopics import LDAGibbs, ProdLDA
+from sktopics import LDAGibbs, ProdLDA, config_context
 from sktopics._gibbs import _lda_gibbs
 from sktopics._gibbs._chain import ChainMemory
 from sktopics._gibbs._state import GibbsCorpus, GibbsState
@@ -376,11 +376,13 @@ class _TwoIdenticalRanks:
         return tensor.mul_(2)
 
 
+@pytest.mark.parametrize("cpu_kernels", ["compiled", "torch"])
 @pytest.mark.parametrize("where", ["alone", "background", "ranks"])
-def test_mh_sweep_proposes_from_the_counts_it_draws_from(monkeypatch, where):
+def test_mh_sweep_proposes_from_the_counts_it_draws_from(monkeypatch, where, cpu_kernels):
     """The word proposal draws among this corpus's own tokens, so the acceptance ratio
     must be given their counts whenever n_wk holds more (other shards or ranks)."""
     from sktopics._gibbs import _sweeps
+    from sktopics._kernels import _gibbs as kernels
 
     X, _, _ = make_lda_corpus(n_samples=20, n_features=15, n_components=3, random_state=1)
     corpus = GibbsCorpus(X, "cpu", _TwoIdenticalRanks() if where == "ranks" else None)
@@ -388,14 +390,24 @@ def test_mh_sweep_proposes_from_the_counts_it_draws_from(monkeypatch, where):
     z = torch.zeros(corpus.n_tokens, dtype=torch.int32)
     state = GibbsState(corpus, 3, z, background)
     seen = []
-    original = _sweeps.mh_chunk
+    if cpu_kernels == "torch":
+        original = _sweeps.mh_chunk
 
-    def spy(*args, word_proposal=None, **kwargs):
-        seen.append(word_proposal)
-        return original(*args, word_proposal=word_proposal, **kwargs)
+        def spy(*args, word_proposal=None, **kwargs):
+            seen.append(word_proposal)
+            return original(*args, word_proposal=word_proposal, **kwargs)
 
-    monkeypatch.setattr(_sweeps, "mh_chunk", spy)
-    _sweeps.mh_sweep(state, np.full(3, 0.5), 0.1, 0, 1, 1 << 16)
+        monkeypatch.setattr(_sweeps, "mh_chunk", spy)
+    else:
+        original = kernels.mh_draws
+
+        def spy(*args):  # (doc, word, z, frozen, tables, word_proposal, ...)
+            seen.append(None if args[5] is args[4][1] else torch.from_numpy(args[5]))
+            return original(*args)
+
+        monkeypatch.setattr(kernels, "mh_draws", spy)
+    with config_context(cpu_kernels=cpu_kernels):
+        _sweeps.mh_sweep(state, np.full(3, 0.5), 0.1, 0, 1, 1 << 16)
     if where == "alone":
         assert seen == [None]
     else:

@@ -6,10 +6,13 @@ from numbers import Integral, Real
 from typing import NamedTuple
 
 import numpy as np
+import scipy.sparse as sp
 import torch
 
 from .._base import BaseTopicModel
 from .._generative import DirichletPrior, GenerativeView, MixtureLikelihood
+from .._kernels import compiled_path, kernel_failure
+from .._random import stream_key
 from ..utils._devices import device_budget
 from ..utils._distributed import current_collective
 from ..utils._docstring import N_JOBS, fill_doc
@@ -24,6 +27,7 @@ from ._infer import _CHUNK_ELEMENTS as _INFER_CHUNK_ELEMENTS
 from ._infer import CellCorpus, document_blocks, infer_doc_topic
 from ._state import GibbsCorpus, GibbsState, default_chunk
 from ._sweeps import (
+    STREAMS,
     log_joint,
     mh_sweep,
     parallel_sweep,
@@ -594,6 +598,11 @@ class LDAGibbs(BaseTopicModel):
     # --------------------------------------------------------------- inference
     def _transform(self, X):
         device = self.device_
+        if compiled_path(device):
+            try:
+                return self._transform_compiled(X)
+            except Exception as exc:  # noqa: BLE001 - whatever numba raises, fall back once
+                kernel_failure(exc)
         word_topic = torch.as_tensor(self.components_.T, dtype=torch.float32,
                                      device=device).contiguous()
         alpha = torch.as_tensor(self.doc_topic_prior_, dtype=torch.float64)
@@ -611,6 +620,30 @@ class LDAGibbs(BaseTopicModel):
             theta = infer_doc_topic(cells, word_topic, alpha, n_iter, n_iter // 2, generator,
                                     chunk_elements)
             doc_topic[start:stop] = theta.cpu().numpy()
+        return doc_topic
+
+    def _transform_compiled(self, X):
+        """``transform`` by the compiled CPU kernel: collapsed Gibbs per document, the
+        documents shared out over ``n_jobs`` threads."""
+        from .._kernels._infer import infer_documents
+        from .._kernels._pool import n_threads, run_parts, split_by_weight
+
+        # A document's random numbers are keyed by its cells: one canonical form (sorted,
+        # no duplicates, no explicit zeros) whatever the caller's matrix looks like.
+        X = sp.csr_matrix(X, copy=True)
+        X.sum_duplicates()
+        X.data = np.rint(X.data)
+        X.eliminate_zeros()
+        X = sp.csr_matrix((X.data.astype(np.int64), X.indices, X.indptr), shape=X.shape)
+        word_topic = np.ascontiguousarray(self.components_.T, dtype=np.float32)
+        alpha = np.asarray(self.doc_topic_prior_, dtype=np.float32)
+        key = stream_key(getattr(self, "_transform_seed", 0), STREAMS["transform"], 0)
+        n_iter = self.transform_max_iter
+        doc_topic = np.empty((X.shape[0], self.n_components))
+        run_parts(lambda start, stop: infer_documents(X, word_topic, alpha, n_iter,
+                                                      n_iter // 2, key, doc_topic, start,
+                                                      stop),
+                  split_by_weight(np.cumsum(np.r_[0, X.sum(1).A1]), n_threads()))
         return doc_topic
 
     def _generative_view(self):

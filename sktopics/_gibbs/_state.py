@@ -19,6 +19,7 @@ import numpy as np
 import scipy.sparse as sp
 import torch
 
+from .._kernels import compiled_path, kernel_failure
 from ..utils._fingerprint import count_fingerprint
 
 __all__ = ["GibbsCorpus", "GibbsState", "chunk_bounds", "default_chunk"]
@@ -170,6 +171,43 @@ class GibbsState:
     def rebuild_counts(self, chunk=1 << 20):
         """Recount ``n_dk``, ``n_wk`` and ``n_k`` from the assignments ``z`` (and the
         background)."""
+        merged = self._own_wk is not self.n_wk
+        if self._count_compiled(with_totals=not merged):
+            if not merged:
+                return
+        else:
+            self._count_torch(chunk)
+        if merged:
+            self.n_wk.copy_(self._own_wk)
+            if self.corpus.collective is not None:
+                self.corpus.collective.sum_(self.n_wk)
+            if self.background is not None:
+                self.n_wk += self.background
+        self.n_k = self.n_wk.sum(0, dtype=torch.int64)
+
+    def _count_compiled(self, with_totals):
+        """Count ``n_dk``, this corpus's word-topic counts and, ``with_totals``, ``n_k``
+        by the compiled CPU kernel on ``n_jobs`` threads (no torch operation: on the CPU
+        those would leave torch's threads spinning beside the kernels'); False where it
+        does not run."""
+        if not compiled_path(self.corpus.device):
+            return False
+        from .._kernels._gibbs import count_topics
+        from .._kernels._pool import n_threads
+
+        corpus = self.corpus
+        try:
+            n_k = count_topics(corpus.doc.numpy(), corpus.word.numpy(), self.z.numpy(),
+                               corpus.word_start.numpy(), self.n_dk.numpy(),
+                               self._own_wk.numpy(), n_threads())
+        except Exception as exc:  # noqa: BLE001 - whatever numba raises, fall back once
+            kernel_failure(exc)
+            return False
+        if with_totals:
+            self.n_k = torch.from_numpy(n_k)
+        return True
+
+    def _count_torch(self, chunk):
         corpus, K = self.corpus, self.n_components
         self.n_dk.zero_()
         self._own_wk.zero_()
@@ -183,13 +221,6 @@ class GibbsState:
             ones = torch.ones(stop - start, dtype=torch.int32, device=z.device)
             flat_dk.index_add_(0, torch.add(z, corpus.doc[start:stop].to(itype), alpha=K), ones)
             flat_wk.index_add_(0, torch.add(z, corpus.word[start:stop].to(itype), alpha=K), ones)
-        if self._own_wk is not self.n_wk:
-            self.n_wk.copy_(self._own_wk)
-            if corpus.collective is not None:
-                corpus.collective.sum_(self.n_wk)
-            if self.background is not None:
-                self.n_wk += self.background
-        self.n_k = self.n_wk.sum(0, dtype=torch.int64)
 
     def own_word_topic(self):
         """The word-topic counts of this corpus's own tokens (on this rank)."""

@@ -1,0 +1,22 @@
+"""Compiled CPU loops: the per-token samplers, token by token, in registers.
+
+On a CPU the torch formulation of a per-token loop writes each token's K-vector to
+memory and reads it back several times, with a dispatch per operation; the loops here
+(compiled by numba, ``nogil``) do one pass per token. They compute the same
+functions of the same counter-based uniforms as the torch kernels of
+:mod:`sktopics._gibbs` and :mod:`sktopics._evaluation`, which stay the path on CUDA.
+
+* :mod:`._jit`: whether the compiled path runs (numba importable and working, the
+  user's setting), compilation with an on-disk cache where one can be written, and
+  the one warning when it cannot run.
+* :mod:`._pool`: the threads that run a kernel over parts of a corpus (``n_jobs``).
+* :mod:`._gibbs`: the LDA Gibbs sweeps and count tables.
+
+Maths and plumbing of the kernels only: imports numpy, numba and torch, never
+scikit-learn or another sktopics module outside :mod:`sktopics._random` and
+:mod:`sktopics._config`.
+"""
+
+from ._jit import compiled_path, kernel_failure
+
+__all__ = ["compiled_path", "kernel_failure"]

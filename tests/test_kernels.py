@@ -1,0 +1,207 @@
+"""The compiled CPU kernels: the switch between them and torch, the fallback, their
+random numbers and their threads."""
+
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+import torch
+
+import sktopics
+from sktopics import LDAGibbs, config_context, get_config, set_config
+from sktopics._gibbs import _sweeps as sweeps
+from sktopics._gibbs._state import GibbsCorpus, GibbsState
+from sktopics._kernels import _gibbs as kernels
+from sktopics._kernels import _jit
+from sktopics._kernels._pool import run_parts, split_evenly
+from sktopics._kernels._random import counter_uniform as compiled_uniform
+from sktopics._random import counter_uniform, stream_key
+
+
+@pytest.fixture(autouse=True)
+def _no_earlier_failure(monkeypatch):
+    monkeypatch.setattr(_jit, "_failure", [])
+
+
+def _corpus(seed=0, n_docs=60, n_words=40):
+    rng = np.random.default_rng(seed)
+    X = sp.random(n_docs, n_words, density=0.2, random_state=rng, format="csr")
+    X.data = rng.integers(1, 5, X.nnz).astype(np.float64)
+    return X
+
+
+def test_config_switch_and_context():
+    assert get_config()["cpu_kernels"] == "auto"
+    with config_context(cpu_kernels="torch"):
+        assert get_config()["cpu_kernels"] == "torch"
+        assert not _jit.compiled_path("cpu")
+    assert get_config()["cpu_kernels"] == "auto"
+    assert _jit.compiled_path("cpu")
+    assert not _jit.compiled_path("meta")  # not a CPU: the torch kernels
+    with pytest.raises(ValueError, match="cpu_kernels must be one of"):
+        set_config(cpu_kernels="fast")
+    with pytest.raises(ValueError, match="cpu_kernels must be one of"):
+        with config_context(cpu_kernels="fast"):
+            pass
+    assert get_config()["cpu_kernels"] == "auto"
+
+
+def test_compiled_uniforms_are_the_torch_uniforms():
+    key = stream_key(7, 1, 3)
+    index = np.array([0, 1, 2, 12345, 2**31 + 5, 2**40 + 17], dtype=np.int64)
+    expected = counter_uniform(key, torch.from_numpy(index)).numpy()
+    got = [compiled_uniform(np.uint64(key & 0xFFFFFFFFFFFFFFFF), int(i)) for i in index]
+    np.testing.assert_array_equal(np.array(got, dtype=np.float32), expected)
+
+
+def test_compiled_counts_are_the_torch_counts():
+    X = _corpus()
+    corpus = GibbsCorpus(X, "cpu")
+    z = torch.from_numpy(np.random.default_rng(1).integers(0, 7, corpus.n_tokens,
+                                                           dtype=np.int32))
+    with config_context(cpu_kernels="compiled"):
+        compiled = GibbsState(corpus, 7, z)
+    with config_context(cpu_kernels="torch"):
+        eager = GibbsState(corpus, 7, z)
+    for a, b in ((compiled.n_dk, eager.n_dk), (compiled.n_wk, eager.n_wk),
+                 (compiled.n_k, eager.n_k)):
+        torch.testing.assert_close(a, b, rtol=0, atol=0)
+    for n_threads in (2, 3, 8):  # parts of documents and of words
+        n_dk = np.full_like(eager.n_dk.numpy(), -5)
+        n_wk = np.full_like(eager.n_wk.numpy(), -5)
+        n_k = kernels.count_topics(corpus.doc.numpy(), corpus.word.numpy(), z.numpy(),
+                                   corpus.word_start.numpy(), n_dk, n_wk, n_threads)
+        np.testing.assert_array_equal(n_dk, eager.n_dk.numpy())
+        np.testing.assert_array_equal(n_wk, eager.n_wk.numpy())
+        np.testing.assert_array_equal(n_k, eager.n_k.numpy())
+
+
+def test_draws_do_not_depend_on_the_parts_or_threads():
+    X = _corpus(2)
+    corpus = GibbsCorpus(X, "cpu")
+    K = 37  # not a multiple of the lanes
+    state = GibbsState(corpus, K, sweeps.random_init(corpus, K, 0))
+    alpha = torch.full((K,), 0.3)
+    arrays = [a.numpy() for a in (corpus.doc, corpus.word, state.z, state.n_dk, state.n_wk,
+                                  state.n_k, alpha)]
+    key, none = stream_key(3, 1, 1), np.zeros(0, np.int64)
+    outs = []
+    for n_parts in (1, 2, 5):
+        out = np.full(corpus.n_tokens, -1, np.int32)
+        run_parts(lambda a, b, out=out: kernels.parallel_draws(*arrays, 0.02, key, none, out,
+                                                               a, b),
+                  split_evenly(corpus.n_tokens, n_parts))
+        outs.append(out)
+    assert outs[0].min() >= 0 and outs[0].max() < K
+    for out in outs[1:]:
+        np.testing.assert_array_equal(out, outs[0])
+
+
+def test_split_evenly_covers_every_item_once():
+    for n, parts in ((10, 3), (2, 5), (0, 2), (7, 1)):
+        ranges = split_evenly(n, parts)
+        covered = [i for a, b in ranges for i in range(a, b)]
+        assert covered == list(range(n))
+        assert len(ranges) == max(1, min(parts, n))
+
+
+def test_run_parts_raises_after_every_part_finished():
+    done = []
+
+    def kernel(start, stop):
+        if start == 0:
+            raise ValueError("part 0")
+        done.append(start)
+        return start
+
+    with pytest.raises(ValueError, match="part 0"):
+        run_parts(kernel, [(0, 1), (1, 2), (2, 3)])
+    assert sorted(done) == [1, 2]
+    assert run_parts(lambda a, b: b - a, [(0, 2), (2, 7)]) == [2, 5]
+
+
+def test_a_failing_kernel_falls_back_to_torch_with_one_warning(monkeypatch):
+    X = _corpus(3)
+    params = dict(n_components=5, max_iter=4, random_state=0, optimize_interval=None)
+    with config_context(cpu_kernels="torch"):
+        expected = LDAGibbs(**params).fit(X)
+
+    def broken(*args):
+        raise RuntimeError("no such instruction")
+
+    monkeypatch.setattr(kernels, "parallel_draws", broken)
+    monkeypatch.setattr(kernels, "count_topics", broken)
+    with config_context(cpu_kernels="torch"), warnings.catch_warnings():
+        warnings.simplefilter("error")  # the torch path never calls the compiled kernels
+        LDAGibbs(**params).fit(X)
+    with pytest.warns(RuntimeWarning, match="compiled CPU kernels failed") as record:
+        model = LDAGibbs(**params).fit(X)
+    assert sum("compiled CPU kernels failed" in str(w.message) for w in record) == 1
+    np.testing.assert_array_equal(model.components_, expected.components_)
+    assert not _jit.compiled_path("cpu")
+    with config_context(cpu_kernels="compiled"):
+        with pytest.raises(RuntimeError, match="failed earlier"):
+            _jit.compiled_path("cpu")
+
+
+def test_asking_for_compiled_kernels_raises_what_failed(monkeypatch):
+    def broken(*args):
+        raise RuntimeError("no such instruction")
+
+    monkeypatch.setattr(kernels, "parallel_draws", broken)
+    with config_context(cpu_kernels="compiled"):
+        with pytest.raises(RuntimeError, match="no such instruction"):
+            LDAGibbs(n_components=3, max_iter=2, random_state=0).fit(_corpus())
+
+
+def test_without_numba_the_torch_kernels_run(monkeypatch):
+    monkeypatch.setattr(_jit, "_have_numba", lambda: False)
+    assert not _jit.compiled_path("cpu")
+    with config_context(cpu_kernels="compiled"):
+        with pytest.raises(ImportError, match="pip install numba"):
+            LDAGibbs(n_components=3, max_iter=2, random_state=0).fit(_corpus())
+
+
+def test_compiled_and_torch_fits_recover_the_same_known_topics():
+    """The two paths draw from the same conditionals (on different random paths): on a
+    corpus drawn from known topics both recover them, equally well."""
+    from scipy.optimize import linear_sum_assignment
+
+    from sktopics.datasets import make_lda_corpus
+
+    X, topic_word, _ = make_lda_corpus(n_samples=300, n_features=60, n_components=4,
+                                       doc_length=80, random_state=0)
+    errors = {}
+    for cpu_kernels in ("compiled", "torch"):
+        with config_context(cpu_kernels=cpu_kernels):
+            model = LDAGibbs(n_components=4, max_iter=100, random_state=0).fit(X)
+        cost = np.abs(topic_word[:, None, :] - model.components_[None, :, :]).sum(-1)
+        rows, cols = linear_sum_assignment(cost)
+        errors[cpu_kernels] = cost[rows, cols].max()
+    assert max(errors.values()) < 0.1, errors  # uniform topics: 1.8
+
+
+def test_config_is_public():
+    assert {"set_config", "get_config", "config_context"} <= set(sktopics.__all__)
+
+
+def test_compiled_mh_draws_are_the_torch_draws(monkeypatch):
+    """The compiled Metropolis-Hastings kernel does the torch kernel's float32
+    arithmetic on the same uniforms: the same chain, bit for bit (the prior branches
+    of both proposals included: a small beta and alpha make them rare, not absent)."""
+    X = _corpus(4, n_docs=80, n_words=50)
+    params = dict(n_components=30, algorithm="mh", max_iter=6, random_state=0, mh_steps=3,
+                  doc_topic_prior=2.0, topic_word_prior=0.5)
+    calls = []
+    draws = kernels.mh_draws
+    monkeypatch.setattr(kernels, "mh_draws", lambda *a: calls.append(1) or draws(*a))
+    fits = {}
+    for cpu_kernels in ("compiled", "torch"):
+        with config_context(cpu_kernels=cpu_kernels):
+            fits[cpu_kernels] = LDAGibbs(**params).fit(X)
+        assert (len(calls) > 0) == (cpu_kernels == "compiled")
+        calls.clear()
+    np.testing.assert_array_equal(fits["compiled"].components_, fits["torch"].components_)
+    np.testing.assert_array_equal(fits["compiled"].log_likelihood_trace_,
+                                  fits["torch"].log_likelihood_trace_)
