@@ -42,8 +42,8 @@ def set_config(cpu_kernels=None):
     Parameters
     ----------
     cpu_kernels : {"auto", "compiled", "torch"}, default=None
-        How the per-token loops (Gibbs sweeps, ``transform``'s sampler, the held-out
-        evaluators) run on the CPU. ``"compiled"``: loops compiled with numba, one
+        How LDAGibbs's per-token loops (its sweeps, its count tables and
+        ``transform``'s sampler) run on the CPU. ``"compiled"``: loops compiled with numba, one
         pass per token; ``"torch"``: torch operations over chunks of tokens (the code
         that runs on a GPU); ``"auto"`` (the initial value): compiled where numba can
         be imported, else torch. Both compute the same model; a fit's random path

@@ -11,7 +11,7 @@ from sklearn.base import clone
 from sklearn.exceptions import DataConversionWarning
 from sklearn.utils._param_validation import InvalidParameterError
 
-from sktopics import LDAGibbs
+from sktopics import LDAGibbs, config_context
 from sktopics.datasets import make_lda_corpus
 
 from ._instances import TEST_DEVICE
@@ -171,9 +171,13 @@ def test_auto_algorithm():
     X, _, _ = make_lda_corpus(n_samples=20, n_features=30, n_components=3, random_state=0)
     assert LDAGibbs(n_components=3, max_iter=2, **FAST).fit(X).algorithm_ == "parallel"
     wide = LDAGibbs(n_components=600, max_iter=2, **FAST).fit(X)
-    # The fused kernel (a GPU with Triton) keeps the parallel sweep at this K.
+    # The fused kernel (a GPU with Triton) and the compiled CPU kernel keep the parallel
+    # sweep at this K; torch operations do not.
     fused = wide.device_.type == "cuda" and importlib.util.find_spec("triton") is not None
-    assert wide.algorithm_ == ("parallel" if fused else "mh")
+    assert wide.algorithm_ == ("parallel" if fused or wide.device_.type == "cpu" else "mh")
+    with config_context(cpu_kernels="torch"):
+        eager = LDAGibbs(n_components=600, max_iter=2, **FAST).fit(X)
+    assert eager.algorithm_ == ("parallel" if fused else "mh")
 
 
 def test_auto_switches_to_mh_when_the_fused_kernel_fails(monkeypatch):
@@ -185,6 +189,7 @@ def test_auto_switches_to_mh_when_the_fused_kernel_fails(monkeypatch):
     X, _, _ = make_lda_corpus(n_samples=20, n_features=30, n_components=3, random_state=0)
     failed, used = [], []
     monkeypatch.setattr(_lda_gibbs, "fused_dense_available", lambda device, k: not failed)
+    monkeypatch.setattr(_lda_gibbs, "compiled_path", lambda device: False)
     real_parallel, real_mh = _lda_gibbs.parallel_sweep, _lda_gibbs.mh_sweep
 
     def parallel(*args):

@@ -56,10 +56,11 @@ def _lda_view(components, doc_topic_prior):
         n_features=components.shape[1],
     )
 
-#: ``algorithm="auto"`` switches from the dense parallel sweep to MH at this K on the
-#: CPU. On BBC (1 thread) the parallel sweep reaches a given perplexity far sooner at
-#: K = 50, MH about 1.7x sooner at K = 1000 (it needs ~3-5x the sweeps at ~6x the
-#: speed). On a GPU with the fused kernel the parallel sweep is faster at any K.
+#: ``algorithm="auto"`` switches from the dense parallel sweep to MH at this K where
+#: the parallel sweep runs as torch operations (which write a (tokens, K) table): there
+#: MH reached a given perplexity about 1.7x sooner at K = 1000 on BBC. The fused GPU
+#: kernel and the compiled CPU kernel keep the parallel sweep at every K: at K = 1000
+#: it reaches perplexity 900 on BBC in half MH's time on one CPU thread, and ends lower.
 _AUTO_MH_FROM = 500
 
 #: (documents x topics) entries per block of :meth:`LDAGibbs.transform` on the CPU (a
@@ -130,10 +131,12 @@ class LDAGibbs(BaseTopicModel):
 
     The topic of every token is sampled with the topic proportions and the
     topics integrated out (Griffiths & Steyvers 2004); topics are estimated from
-    the counts of one or several post-burn-in states. The samplers are
-    vectorised torch kernels that run on CPU and CUDA, and every random number
-    is a counter-based function of ``(random_state, sweep, token)``, so a fit is
-    bit-identical for a given seed and device whatever the number of threads.
+    the counts of one or several post-burn-in states. On the CPU the samplers are
+    compiled loops (numba), one pass per token on ``n_jobs`` threads; on a GPU,
+    and on the CPU with ``sktopics.set_config(cpu_kernels="torch")``, they are
+    torch kernels. Every random number is a counter-based function of
+    ``(random_state, sweep, token)``, so a fit is bit-identical for a given seed,
+    device and kernels whatever the number of threads.
 
     Read more in the :ref:`User Guide <gibbs>`.
 
@@ -185,10 +188,12 @@ class LDAGibbs(BaseTopicModel):
           style). Independent of ``K``; needs more sweeps.
         - ``"sequential"``: exact collapsed Gibbs, token by token, in a Python
           loop. Slow; for correctness checks and tiny corpora.
-        - ``"auto"``: ``"parallel"`` for ``n_components < 500``, else ``"mh"``;
-          on a GPU where Triton is installed (it ships with torch's CUDA builds),
-          ``"parallel"`` up to ``n_components = 4096``: its fused kernel draws
-          faster than MH there, per sweep.
+        - ``"auto"``: ``"parallel"`` where it runs in a kernel of its own: on the
+          CPU with the compiled kernels (see :func:`sktopics.set_config`), and on
+          a GPU where Triton is installed (it ships with torch's CUDA builds) up to
+          ``n_components = 4096``; it reaches a given perplexity sooner than MH
+          there. Elsewhere ``"parallel"`` for ``n_components < 500``, else
+          ``"mh"``.
     mh_steps : int, default=2
         Metropolis-Hastings cycles (one word proposal and one document proposal
         each) per token and sweep when ``algorithm="mh"``.
@@ -302,18 +307,20 @@ class LDAGibbs(BaseTopicModel):
     MH sampler targets the same per-token conditional with exact acceptance
     ratios; ``"sequential"`` is the exact sampler.
 
-    ``transform`` holds the topics fixed and runs blocked Gibbs on
-    ``(theta, z)`` for all documents at once (exact given the topics, since
-    documents are independent); it returns the Rao-Blackwellised average of
-    ``(n_dk + alpha) / (n_d + sum(alpha))`` over the second half of
-    ``transform_max_iter`` iterations. Documents without tokens get the prior
-    mean ``alpha / sum(alpha)``. The result is deterministic for a fitted model.
-    The documents of one call share their random numbers (common random
-    numbers): each document's estimate comes from an exact chain, but the
-    Monte Carlo errors of different documents are correlated, and a document's
-    result depends on the other rows of ``X``. Memory is bounded: documents
-    are processed in blocks of about 16 million (document, topic) entries on
-    the CPU (more on a GPU).
+    ``transform`` holds the topics fixed and returns the Rao-Blackwellised
+    average of ``(n_dk + alpha) / (n_d + sum(alpha))`` over the second half of
+    ``transform_max_iter`` iterations of a chain that is exact given the topics
+    (documents are independent). Documents without tokens get the prior mean
+    ``alpha / sum(alpha)``. The result is deterministic for a fitted model. With
+    the compiled CPU kernels the chain is collapsed Gibbs on each document's
+    topics, its random numbers keyed by the document's own counts: a document's
+    result is the same in any batch, at any row, on any number of threads. With
+    the torch kernels (on a GPU) it is blocked Gibbs on ``(theta, z)`` for all
+    documents at once, which share their random numbers (common random
+    numbers): each document's estimate comes from an exact chain, but the Monte
+    Carlo errors of different documents are correlated, and a document's result
+    depends on the other rows of ``X``; documents are processed in blocks of
+    about 16 million (document, topic) entries on the CPU (more on a GPU).
 
     ``score`` estimates the held-out log-likelihood per token,
     ``sum_d log p(w_d | components_, doc_topic_prior_) / n_tokens``, with the
@@ -423,11 +430,14 @@ class LDAGibbs(BaseTopicModel):
 
     def _resolve_algorithm(self, device):
         if self.algorithm == "auto":
-            # The fused GPU kernel draws at K = 1024 twice as fast as MH, per sweep.
-            dense = self.n_components < _AUTO_MH_FROM or fused_dense_available(
-                device, self.n_components)
+            dense = self.n_components < _AUTO_MH_FROM or self._fast_dense(device)
             return "parallel" if dense else "mh"
         return self.algorithm
+
+    def _fast_dense(self, device):
+        """Whether the parallel sweep runs in a kernel of its own here (fused on a GPU,
+        compiled on a CPU) rather than as torch operations."""
+        return fused_dense_available(device, self.n_components) or compiled_path(device)
 
     def _sample_sweeps(self, start, n_sweeps):
         """Sweeps (cumulative numbering) whose states are averaged."""
@@ -500,8 +510,8 @@ class LDAGibbs(BaseTopicModel):
         alpha_device = torch.as_tensor(alpha, dtype=torch.float32, device=device)
         done = start
         for sweep in range(start + 1, run.last + 1):
-            if algorithm == "parallel" and self._fused_lost(device):
-                algorithm = "mh"  # "auto" chose the fused kernel, which has failed
+            if algorithm == "parallel" and self._dense_kernel_lost(device):
+                algorithm = "mh"  # "auto" chose a kernel of its own, which has failed
             if algorithm == "parallel":
                 parallel_sweep(state, alpha_device, beta, seed, sweep,
                                default_chunk(K, device=device))
@@ -589,11 +599,11 @@ class LDAGibbs(BaseTopicModel):
             tokens = np.full(len(self.log_likelihood_trace_), self.n_train_tokens_)
         return tokens
 
-    def _fused_lost(self, device):
-        """Whether ``algorithm="auto"`` chose the fused parallel sweep at a K where,
-        without it, it would have chosen MH, and the fused kernel has since failed."""
+    def _dense_kernel_lost(self, device):
+        """Whether ``algorithm="auto"`` chose the parallel sweep for its own kernel at a K
+        where, without it, it would have chosen MH, and that kernel has since failed."""
         return (self.algorithm == "auto" and self.n_components >= _AUTO_MH_FROM
-                and not fused_dense_available(device, self.n_components))
+                and not self._fast_dense(device))
 
     # --------------------------------------------------------------- inference
     def _transform(self, X):
