@@ -18,6 +18,7 @@ from sklearn.utils._param_validation import InvalidParameterError
 from sktopics import ProdLDA
 from sktopics._evaluation._default_score import default_score
 from sktopics._generative import DirichletPrior, GenerativeView, MixtureLikelihood
+from sktopics.metrics import npmi_coherence
 from sktopics.model_selection import (
     HeldOutLikelihood,
     ModelComparison,
@@ -382,11 +383,20 @@ def test_cross_validate_pipeline_with_prodlda_ais_scorer():
     pipe = make_pipeline(CountVectorizer(), ProdLDA(n_components=2, max_iter=3, batch_size=20,
                                                      hidden_sizes=(8, 8), device=TEST_DEVICE,
                                                      random_state=0))
-    out = cross_validate(pipe, docs, cv=2,
+    out = cross_validate(pipe, docs, cv=2, return_estimator=True, return_indices=True,
                          scoring={"ll": make_ais_scorer(n_temperatures=5, n_chains=2,
                                                         bias_tolerance=None),
                                   "npmi": make_coherence_scorer(top_n=3)})
-    assert np.all(np.isfinite(out["test_ll"])) and np.all(out["test_ll"] < 0)
+    # Each fold's scores are the evaluators' on that fold's model and held-out documents.
+    for fold, fitted in enumerate(out["estimator"]):
+        held_out = [docs[i] for i in out["indices"]["test"][fold]]
+        counts = fitted[:-1].transform(held_out)
+        ll = ais_log_likelihood(fitted[-1], counts, n_temperatures=5, n_chains=2,
+                                random_state=0)
+        assert out["test_ll"][fold] == pytest.approx(ll.per_token, rel=1e-9)
+        npmi = npmi_coherence(fitted[-1], counts, top_n=3)
+        assert out["test_npmi"][fold] == pytest.approx(npmi.mean, rel=1e-9)
+        assert -1 <= out["test_npmi"][fold] <= 1 and out["test_ll"][fold] < 0
 
 
 # --------------------------------------------------------------------------- devices, layering

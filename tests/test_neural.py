@@ -1,5 +1,6 @@
 """AVITM and ProdLDA: the estimator contract, training behaviour and inference."""
 
+import copy
 import pickle
 import re
 import warnings
@@ -237,11 +238,44 @@ def test_score_is_per_token_repeatable_and_perplexity(cls, corpus):
 
 
 @pytest.mark.parametrize("cls", NEURAL)
-def test_fractional_counts_are_weights(cls, corpus):
-    model = fitted(cls, corpus)
-    half = corpus * 0.5
-    assert np.isfinite(model.score(half))
-    assert fitted(cls, half).components_.shape == model.components_.shape
+@pytest.mark.filterwarnings("ignore:.*topic proportions are weak")
+def test_fractional_counts_are_weights(cls, corpus, monkeypatch):
+    """Fractional entries reach the training objective unrounded, and its reconstruction
+    term is linear in them for the same topic proportions. Rounding the weights, or
+    reading only which words occur, fails both checks."""
+    from sktopics._neural import _net
+
+    weighted = corpus.astype(np.float64)
+    weighted.data = weighted.data * np.random.default_rng(0).uniform(0.3, 1.7, weighted.nnz)
+    seen = []
+    real = _net.module_negative_elbo
+
+    def spy(module, x, y_pred):
+        seen.append(x.values.detach().cpu().numpy().copy())
+        return real(module, x, y_pred)
+
+    monkeypatch.setattr(_net, "module_negative_elbo", spy)
+    model = fitted(cls, weighted)
+    monkeypatch.undo()
+    values = np.concatenate(seen)
+    assert np.all(np.isin(values.astype(np.float32), weighted.data.astype(np.float32)))
+    assert np.any(values != np.round(values))
+
+    module = model.net_.module_.eval()
+    x = next(iter(model._batches(weighted[:30])))
+    with torch.no_grad():
+        theta = torch.softmax(module.encoder(x)[0], dim=-1)
+
+        def reconstruction(scale):
+            scaled = copy.copy(x)
+            scaled.values = x.values * scale
+            scaled.by_column = x.by_column._replace(values=x.by_column.values * scale)
+            return module.decoder.nll(theta, scaled).double().cpu().numpy()
+
+        r1, r2, r3 = reconstruction(1.0), reconstruction(2.0), reconstruction(3.0)
+    assert np.all(r1 > 0)  # -sum_w x_w log p_w of each document
+    np.testing.assert_allclose(r2, 2 * r1, rtol=1e-5)
+    np.testing.assert_allclose(r3, 3 * r1, rtol=1e-5)
 
 
 BAD_INPUTS = [
