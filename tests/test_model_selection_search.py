@@ -55,7 +55,8 @@ matplotlib.use("Agg")
 
 def test_the_ais_scorer_warns_at_every_call_whose_budget_is_biased():
     # from 1 to 2 temperatures the score rises by 0.13-0.29 nats per token (8 seeds),
-    # from 100 to 200 by less than 0.005 on this corpus
+    # from 100 to 200 by about 0.01 (0.005-0.011 on different machines): a tolerance
+    # of 0.05 is met with room to spare
     X = corpus(40, seed=2)
     model = (np.random.default_rng(0).dirichlet(np.ones(X.shape[1]), 3), 0.5)
     scorer = make_ais_scorer(n_temperatures=2)
@@ -66,7 +67,7 @@ def test_the_ais_scorer_warns_at_every_call_whose_budget_is_biased():
         make_ais_scorer(n_temperatures=1)(model, X)
     with warnings.catch_warnings():
         warnings.simplefilter("error", RankingWarning)
-        make_ais_scorer(n_temperatures=200, n_chains=8)(model, X)
+        make_ais_scorer(n_temperatures=200, n_chains=8, bias_tolerance=0.05)(model, X)
         make_ais_scorer(n_temperatures=2, bias_tolerance=None)(model, X)
         make_ais_scorer(n_temperatures=1, bias_tolerance=None)(model, X)
 

@@ -13,7 +13,7 @@ import torch
 
 from .._random import normal, row_keys, uniform
 from ..utils._devices import device_budget
-from ._tokens import MAX_ELEMENTS, PerDocument, schedule
+from ._tokens import MAX_ELEMENTS, PerDocument, temperature_schedule
 
 __all__ = ["continuous_ais", "gaussian_prior", "to_theta"]
 
@@ -122,7 +122,7 @@ def continuous_ais(view, X, *, n_temperatures, n_chains, schedule_name, device, 
                    step_size=0.25, n_leapfrog=5, start="proposal", batch_size=256,
                    target_acceptance=None, n_pilot_temperatures=50, progress=None):
     """HMC AIS; returns ``(PerDocument, n_updates, acceptance, tuned multipliers)``."""
-    betas = schedule(schedule_name, n_temperatures)
+    betas = temperature_schedule(schedule_name, n_temperatures)
     n_docs = X.shape[0]
     max_elements = device_budget(device, MAX_ELEMENTS)
     batch_size = max(1, min(batch_size, max_elements // max(n_chains * X.shape[1], 1)))
@@ -136,7 +136,7 @@ def continuous_ais(view, X, *, n_temperatures, n_chains, schedule_name, device, 
         raise ValueError("The continuous engine needs a prior with log_prob_h/sample_h.")
     docs = np.flatnonzero(lengths > 0)
     mult_all = []
-    pilot_betas = schedule(schedule_name, min(n_pilot_temperatures, n_temperatures))
+    pilot_betas = temperature_schedule(schedule_name, min(n_pilot_temperatures, n_temperatures))
     for bstart in range(0, len(docs), batch_size):
         batch = docs[bstart : bstart + batch_size]
         x = torch.as_tensor(X[batch].toarray(), dtype=torch.float64, device=device)

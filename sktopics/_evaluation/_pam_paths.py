@@ -12,7 +12,7 @@ import torch
 
 from .._random import counter_log_dirichlet, counter_log_gamma
 from ._tail import fixed_point_sweep
-from ._tokens import PerDocument, schedule, token_batches
+from ._tokens import PerDocument, temperature_schedule, token_batches
 from ._zspace import (
     anneal,
     inverse_cdf,
@@ -171,7 +171,7 @@ def pam_ais(path_mixture, X, *, n_temperatures, n_chains, schedule_name, device,
             resample=None, progress=None):
     """Standard AIS prior -> model over the paths; a :class:`~._tokens.PerDocument`."""
     phi, alpha_root, alpha_path, supers, leaves = path_arrays(path_mixture)
-    betas = schedule(schedule_name, n_temperatures)
+    betas = temperature_schedule(schedule_name, n_temperatures)
     out = PerDocument(X.shape[0], n_chains)
     a_root = torch.as_tensor(alpha_root, device=device)
     a_path = torch.as_tensor(alpha_path, device=device)

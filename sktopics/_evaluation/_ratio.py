@@ -25,7 +25,7 @@ from ._zspace import (
     topic_word_tensor,
 )
 
-__all__ = ["align_topics", "embed_smaller_model", "iteration_segments", "ratio_direction"]
+__all__ = ["embed_smaller_model", "matching_permutation", "iteration_segments", "ratio_direction"]
 
 
 def _hellinger(phi_a, phi_b):
@@ -34,7 +34,7 @@ def _hellinger(phi_a, phi_b):
     return np.sqrt(np.maximum(0.5 * ((sa[:, None, :] - sb[None, :, :]) ** 2).sum(-1), 0.0))
 
 
-def align_topics(phi_a, phi_b):
+def matching_permutation(phi_a, phi_b):
     """Permutation of B's topics matching A's (Hungarian on the Hellinger distance).
 
     Parameters

@@ -27,7 +27,7 @@ __all__ = [
     "expand_tokens",
     "logmeanexp_stats",
     "make_token_batch",
-    "schedule",
+    "temperature_schedule",
     "token_batches",
 ]
 
@@ -205,7 +205,7 @@ def token_batches(X, *, n_chains, n_topics, device, root, stream):
         yield make_token_batch(X, docs, n_chains, device, root, stream)
 
 
-def schedule(schedule, n_temperatures):
+def temperature_schedule(schedule, n_temperatures):
     """Inverse temperatures 0 = b_0 < ... < b_S = 1 as a float64 array (S + 1,)."""
     if isinstance(schedule, str):
         s = n_temperatures

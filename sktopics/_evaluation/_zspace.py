@@ -36,7 +36,7 @@ from .._random import counter_log_dirichlet
 from ..utils._devices import device_budget
 from ._resampling import resample_chains
 from ._tail import fixed_point_sweep
-from ._tokens import MAX_ELEMENTS, PerDocument, schedule, token_batches
+from ._tokens import MAX_ELEMENTS, PerDocument, temperature_schedule, token_batches
 
 __all__ = [
     "TokenLogPhi",
@@ -479,7 +479,7 @@ def z_ais(mixture, X, *, n_temperatures, n_chains, schedule_name, kernel, device
     """Standard AIS prior -> model over z; returns a :class:`~._tokens.PerDocument`."""
     phi, alpha = mixture
     n_topics = phi.shape[0]
-    betas = schedule(schedule_name, n_temperatures)
+    betas = temperature_schedule(schedule_name, n_temperatures)
     out = PerDocument(X.shape[0], n_chains)
     alpha_t = torch.as_tensor(np.asarray(alpha, dtype=np.float64), device=device)
     phi_t = topic_word_tensor(phi, device)

@@ -21,7 +21,7 @@ What makes it cheap:
 * Plumbing: one vector of uniforms per iteration, work buffers and slices made
   once per call, and a floor on ``theta`` that keeps float32 out of its slow
   subnormal range (their effect is in ``docs/user_guide/gibbs.rst`` and
-  ``benchmarks/results/gibbs_quality_inference.md``).
+  ``benchmarks/results/gibbs_quality_inference.rst``).
 
 The uniforms of the token draws come from ``generator``, one vector per
 iteration indexed by the token's position in the width-sorted cell order, so the

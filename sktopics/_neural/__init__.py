@@ -1,1 +1,2 @@
-"""Neural (amortised variational) topic models: AVITM, ProdLDA and their machinery."""
+"""Neural (amortised variational) topic models and their machinery: AVITM and ProdLDA
+(autoencoding variational inference), PAMVI and MoLDA (Pachinko allocation)."""

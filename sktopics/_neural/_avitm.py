@@ -40,8 +40,7 @@ class AVITM(NeuralTopicModel):
     way inference uses batch-norm statistics measured over the training set at
     the end of fit.
 
-    Presets (:meth:`from_preset`): ``"avitm"``, the paper's configuration;
-    ``"diverse"``, the defaults.
+    Presets (:meth:`from_preset`): ``"avitm"``, the paper's configuration.
 
     Parameters
     ----------
@@ -158,7 +157,6 @@ class AVITM(NeuralTopicModel):
         "avitm": {"dropout": 0.25, "learning_rate": 1e-2, "batch_size": 200,
                   "batch_sampling": "with_replacement", "shared_noise": True, "max_iter": 300,
                   "free_bits": 0.0},
-        "diverse": {},
     }
 
     def _build_decoder(self, n_features):

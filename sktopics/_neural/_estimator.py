@@ -93,6 +93,9 @@ class NeuralTopicModel(BaseTopicModel):
         model : estimator
             An unfitted estimator of this class.
         """
+        if name == "diverse":  # the name the defaults had while they were a preset
+            raise ValueError(f"The 'diverse' preset became {cls.__name__}'s defaults: use "
+                             f"{cls.__name__}(...) without a preset.")
         if name not in cls.PRESETS:
             raise ValueError(f"Unknown preset {name!r} for {cls.__name__}; choose one of "
                              f"{sorted(cls.PRESETS)}.")

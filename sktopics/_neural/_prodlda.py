@@ -49,8 +49,7 @@ class ProdLDA(NeuralTopicModel):
     drawn with replacement, 100 epochs, the ELBO without free bits). Either way inference uses batch-norm statistics
     measured over the whole training set at the end of fit (``bn_statistics``).
 
-    Presets (:meth:`from_preset`): ``"avitm"``, the paper's configuration;
-    ``"diverse"``, the defaults (its name before they became the defaults).
+    Presets (:meth:`from_preset`): ``"avitm"``, the paper's configuration.
 
     Parameters
     ----------
@@ -193,7 +192,6 @@ class ProdLDA(NeuralTopicModel):
     PRESETS = {
         "avitm": {"dropout": 0.6, "batch_size": 200, "batch_sampling": "with_replacement",
                   "max_iter": 100, "free_bits": 0.0},
-        "diverse": {},
     }
 
     def _fit(self, X, seed, *, warm, **options):

@@ -2,12 +2,7 @@
 
 import numpy as np
 
-from ..utils._pipeline import split_pipeline
-
-__all__ = ["DisplayMixin", "as_dense_rowsums", "check_matplotlib", "model_and_counts"]
-
-#: ``(model, X as counts over its vocabulary)`` for a model or Pipeline.
-model_and_counts = split_pipeline
+__all__ = ["DisplayMixin", "as_dense_rowsums", "check_matplotlib"]
 
 
 def check_matplotlib(caller):

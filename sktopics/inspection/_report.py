@@ -3,7 +3,8 @@
 import numpy as np
 
 from .._topwords import top_words
-from ._common import as_dense_rowsums, model_and_counts
+from ..utils._pipeline import split_pipeline
+from ._common import as_dense_rowsums
 
 __all__ = ["topic_report"]
 
@@ -91,13 +92,13 @@ documents for a Pipeline, default=None
         "distinct": [float(np.mean([seen[w] == 1 for w in words[k]])) for k in range(n_topics)],
     }
     if X is not None:
-        model, counts = model_and_counts(estimator, X)  # the vectorizer runs once
+        model, counts = split_pipeline(estimator, X)  # the vectorizer runs once
         lengths = as_dense_rowsums(counts, axis=1)
         tokens = np.asarray(model.transform(counts), dtype=np.float64).T @ lengths
         columns["prevalence"] = (tokens / max(tokens.sum(), 1e-300)).tolist()
     if X_ref is not None:
         from ..metrics import npmi_coherence
 
-        model, ref = model_and_counts(estimator, X_ref)
+        model, ref = split_pipeline(estimator, X_ref)
         columns["npmi"] = [float(v) for v in npmi_coherence(model, ref, top_n=top_n).per_topic]
     return pd.DataFrame(columns, index=pd.RangeIndex(n_topics, name="topic"))

@@ -5,7 +5,7 @@ import numbers
 
 import numpy as np
 
-from ..model_selection._scorers import LIKELIHOOD_METRICS, fold_scores
+from ..utils._cv_results import LIKELIHOOD_METRICS, fold_scores
 from ._common import DisplayMixin
 
 __all__ = ["CriteriaDisplay"]

@@ -18,11 +18,10 @@ from ._left_to_right import (
     document_completion_log_likelihood,
     left_to_right_log_likelihood,
 )
+from ._ranking import RankingWarning, check_ranking, refit_best
 from ._ratio_ais import align_topics, ratio_ais
 from ._results import HeldOutLikelihood, ModelComparison, PerplexityBracket
 from ._scorers import (
-    RankingWarning,
-    check_ranking,
     make_ais_scorer,
     make_coherence_scorer,
     make_criteria_scorer,
@@ -30,7 +29,6 @@ from ._scorers import (
     make_importance_sampling_scorer,
     make_left_to_right_scorer,
     make_ratio_ais_scorer,
-    refit_best,
 )
 
 __all__ = [

@@ -17,7 +17,7 @@ import numpy as np
 from .._evaluation._hmc import continuous_ais
 from .._evaluation._pam_paths import pam_ais
 from .._evaluation._progress import Progress
-from .._evaluation._tokens import schedule as make_schedule
+from .._evaluation._tokens import temperature_schedule
 from .._evaluation._zspace import resolve_kernel, z_ais
 from ..utils._sklearn_compat import Interval, StrOptions, validate_params
 from ..utils._threads import threads_from_n_jobs
@@ -152,7 +152,7 @@ def ais_log_likelihood(
                   dirichlet_approximation=dirichlet_approximation, random_state=random_state)
     view, kind, mixture, prior = run.model
     X, lengths, device = run.X, run.lengths, run.device
-    betas = make_schedule(schedule, n_temperatures)
+    betas = temperature_schedule(schedule, n_temperatures)
     nonempty = lengths > 0
     settings = run_settings(
         random_state, device, prior, n_temperatures=len(betas) - 1, n_chains=n_chains,

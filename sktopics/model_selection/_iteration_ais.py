@@ -13,13 +13,11 @@ import numpy as np
 
 from .._evaluation._progress import Progress
 from .._evaluation._ratio import iteration_segments
-from .._evaluation._tokens import schedule as _schedule
+from .._evaluation._tokens import temperature_schedule
 from .._evaluation._zspace import resolve_kernel
-from .._random import root_key
-from ..utils._devices import resolve_device
 from ..utils._sklearn_compat import Interval, StrOptions, validate_params
 from ..utils._threads import threads_from_n_jobs
-from ._preamble import RUN_CONSTRAINTS, evaluated_model, held_out_counts, seed_of
+from ._preamble import RUN_CONSTRAINTS, evaluated_model, prepare_counts, seed_of
 from ._results import HeldOutLikelihood
 
 __all__ = ["iteration_ais"]
@@ -116,24 +114,25 @@ def iteration_ais(
         snapshots = snapshots.snapshots_
     if len(snapshots) < 1:
         raise ValueError("iteration_ais needs at least one snapshot.")
-    device = resolve_device(device)
     mixes = [_snapshot_mixture(s, dirichlet_approximation) for s in snapshots]
     n_topics, n_features = mixes[0][0].shape[0], mixes[0][2]
     if any(m[0].shape[0] != n_topics or m[2] != n_features for m in mixes):
         raise ValueError("All snapshots must have the same number of topics and words.")
     two_polya_terms = path == "geometric" and any(
         not np.array_equal(m[1], mixes[0][1]) for m in mixes)
+    run = prepare_counts("iteration_ais", X, n_features, device=device,
+                         random_state=random_state)
+    X, lengths, device = run.X, run.lengths, run.device
     kernel = resolve_kernel(kernel, device, blocked_valid=not two_polya_terms)
     if kernel == "blocked" and two_polya_terms:
         raise ValueError("kernel='blocked' needs path='convex' or 'hybrid' when alphas change.")
-    X, lengths = held_out_counts(X, n_features, "iteration_ais")
     total = lengths.sum() * n_chains * (n_start_temperatures
                                         + (len(mixes) - 1) * (n_segment_temperatures + 1))
     with Progress("iteration_ais", X.shape[0], total, verbose) as progress:
         outs, n_resampled = iteration_segments(
-            mixes, X, path=path, start_betas=_schedule(schedule, n_start_temperatures),
-            segment_betas=_schedule(schedule, n_segment_temperatures), n_chains=n_chains,
-            kernel=kernel, resample_threshold=resample_threshold, root=root_key(random_state),
+            mixes, X, path=path, start_betas=temperature_schedule(schedule, n_start_temperatures),
+            segment_betas=temperature_schedule(schedule, n_segment_temperatures), n_chains=n_chains,
+            kernel=kernel, resample_threshold=resample_threshold, root=run.root,
             device=device, progress=progress)
     results = []
     n_tok = float(lengths.sum())

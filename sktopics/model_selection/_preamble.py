@@ -16,10 +16,10 @@ from .._evaluation._views import check_eval_counts, generative_view, latent_of
 from .._random import root_key
 from ..utils._devices import resolve_device
 from ..utils._distributed import current_collective
-from ..utils._pipeline import split_pipeline
+from ..utils._pipeline import final_estimator, split_pipeline
 
-__all__ = ["RUN_CONSTRAINTS", "EvaluatedModel", "Evaluation", "evaluated_model", "held_out_counts", "prepare",
-           "run_settings", "seed_of"]
+__all__ = ["RUN_CONSTRAINTS", "EvaluatedModel", "Evaluation", "HeldOutRun", "evaluated_model",
+           "held_out_counts", "prepare", "prepare_counts", "run_settings", "seed_of"]
 
 
 #: The parameter constraints of how an evaluation runs, shared by the public functions.
@@ -51,12 +51,11 @@ class EvaluatedModel(NamedTuple):
     prior: str
 
 
-class Evaluation(NamedTuple):
-    """One model and its held-out counts, checked and ready for an engine.
+class HeldOutRun(NamedTuple):
+    """Held-out counts, checked, and how the run that evaluates them goes.
 
     Attributes
     ----------
-    model : EvaluatedModel
     X : scipy.sparse.csr_matrix of shape (n_documents, n_words)
         Float64 counts over the model's vocabulary.
     lengths : ndarray of shape (n_documents,)
@@ -66,11 +65,31 @@ class Evaluation(NamedTuple):
         Root key of the run's counter-based random numbers.
     """
 
+    X: object
+    lengths: np.ndarray
+    device: torch.device
+    root: int
+
+
+class Evaluation(NamedTuple):
+    """A model (and the models it is compared with) and its held-out counts, checked
+    and ready for an engine.
+
+    Attributes
+    ----------
+    model : EvaluatedModel
+    X, lengths, device, root
+        As in :class:`HeldOutRun`.
+    others : tuple of EvaluatedModel
+        The other models of a comparison, over the same vocabulary.
+    """
+
     model: EvaluatedModel
     X: object
     lengths: np.ndarray
     device: torch.device
     root: int
+    others: tuple = ()
 
 
 def seed_of(random_state):
@@ -106,28 +125,48 @@ def held_out_counts(X, n_features, owner, *, integer=True):
     return X, np.asarray(X.sum(1)).ravel()
 
 
-def prepare(owner, estimator, X, *, device, dirichlet_approximation, random_state):
-    """The preamble of a function that evaluates one model.
+def prepare_counts(owner, X, n_features, *, device, random_state, integer=True):
+    """The part of the preamble that every evaluation shares, for engines that are not
+    given an estimator (iteration-AIS's snapshots): the device, the checked counts
+    and the root key.
+
+    Returns
+    -------
+    run : HeldOutRun
+    """
+    X, lengths = held_out_counts(X, n_features, owner, integer=integer)
+    return HeldOutRun(X, lengths, resolve_device(device), root_key(random_state))
+
+
+def prepare(owner, estimator, X, *, device, dirichlet_approximation, random_state,
+            others=()):
+    """The preamble of a function that evaluates a model, or compares it with others.
 
     Parameters
     ----------
     owner : str
         The public function's name, for messages.
     estimator : estimator, Pipeline, generative view or (topic_word, alpha)
+        The model; a Pipeline's leading steps transform ``X``.
     X : {array-like, sparse matrix}
         Held-out counts, or what a Pipeline's leading steps take.
     device : str, torch.device or None
     dirichlet_approximation : bool
     random_state : int, RandomState or None
+    others : sequence of the same kinds as ``estimator``
+        Models compared with ``estimator`` (a Pipeline's last step is taken), over
+        its vocabulary.
 
     Returns
     -------
     evaluation : Evaluation
         Counts are checked as integers, except for a continuous latent.
     """
-    device = resolve_device(device)
     estimator, X = split_pipeline(estimator, X)
     model = evaluated_model(estimator, dirichlet_approximation)
-    X, lengths = held_out_counts(X, model.view.n_features, owner,
-                                 integer=model.kind != "continuous")
-    return Evaluation(model, X, lengths, device, root_key(random_state))
+    others = tuple(evaluated_model(final_estimator(o), dirichlet_approximation) for o in others)
+    if any(o.view.n_features != model.view.n_features for o in others):
+        raise ValueError("The models have different vocabularies.")
+    run = prepare_counts(owner, X, model.view.n_features, device=device,
+                         random_state=random_state, integer=model.kind != "continuous")
+    return Evaluation(model, *run, others)

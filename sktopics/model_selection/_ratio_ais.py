@@ -24,7 +24,7 @@ tests).
 With one chain the start's weight cancels and only how close the start is to
 p(z | w, B) matters. At equal cost the sequential start plus a few sweeps is closer
 than a short AIS run from the prior, so more of the budget goes to the path between
-the models (``benchmarks/results/model_selection.md``).
+the models (``benchmarks/results/model_selection.rst``).
 """
 
 import numbers
@@ -34,19 +34,15 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 
 from .._evaluation._progress import Progress
-from .._evaluation._ratio import align_topics as _align_topics
-from .._evaluation._ratio import embed_smaller_model, ratio_direction
-from .._evaluation._tokens import schedule as _schedule
+from .._evaluation._ratio import embed_smaller_model, matching_permutation, ratio_direction
+from .._evaluation._tokens import temperature_schedule
 from .._evaluation._views import topic_distributions
 from .._evaluation._zspace import resolve_kernel
-from .._random import root_key
-from ..utils._devices import resolve_device
-from ..utils._pipeline import final_estimator, split_pipeline
 from ..utils._sklearn_compat import Interval, StrOptions, validate_params
 from ..utils._threads import threads_from_n_jobs
 from ..utils._warnings import warn
 from ._ais import ais_log_likelihood
-from ._preamble import RUN_CONSTRAINTS, evaluated_model, held_out_counts, run_settings
+from ._preamble import RUN_CONSTRAINTS, prepare, run_settings
 from ._results import ModelComparison
 
 __all__ = ["align_topics", "ratio_ais"]
@@ -87,7 +83,7 @@ def align_topics(estimator_a, estimator_b):
             f"align_topics needs two models with the same numbers of topics and words; got "
             f"(n_topics, n_words) = {phi_a.shape} and {phi_b.shape}."
         )
-    return _align_topics(phi_a, phi_b)
+    return matching_permutation(phi_a, phi_b)
 
 
 @validate_params(
@@ -202,12 +198,11 @@ def ratio_ais(
         AIS with common random numbers (``method="paired-ais"``), with this
         function's ``n_temperatures``, ``n_chains``, ``schedule`` and ``kernel``.
     """
-    device = resolve_device(device)
-    est_a, X = split_pipeline(estimator_a, X)
-    a = evaluated_model(est_a, dirichlet_approximation)
-    b = evaluated_model(final_estimator(estimator_b), dirichlet_approximation)
-    if a.view.n_features != b.view.n_features:
-        raise ValueError("The two models have different vocabularies.")
+    run = prepare("ratio_ais", estimator_a, X, device=device,
+                  dirichlet_approximation=dirichlet_approximation, random_state=random_state,
+                  others=(estimator_b,))
+    a, (b,) = run.model, run.others
+    X, lengths, device, root = run.X, run.lengths, run.device, run.root
     settings = run_settings(
         random_state, device, (a.prior, b.prior), path=path, direction=direction,
         n_temperatures=n_temperatures, n_chains=n_chains,
@@ -218,7 +213,6 @@ def ratio_ais(
                        n_chains=n_chains, schedule=schedule, kernel=kernel,
                        dirichlet_approximation=dirichlet_approximation, device=device,
                        n_jobs=n_jobs, random_state=random_state, verbose=verbose)
-    X, lengths = held_out_counts(X, a.view.n_features, "ratio_ais")
     phi_a, alpha_a = (np.asarray(m, float) for m in a.mixture)
     phi_b, alpha_b = (np.asarray(m, float) for m in b.mixture)
     if phi_a.shape[0] < phi_b.shape[0]:
@@ -230,16 +224,15 @@ def ratio_ais(
         align_topics = False  # already aligned with A
     if "embedded" in settings and phi_a.shape[0] != phi_b.shape[0]:  # pragma: no cover
         raise AssertionError
-    perm = _align_topics(phi_a, phi_b) if align_topics else np.arange(phi_b.shape[0])
+    perm = matching_permutation(phi_a, phi_b) if align_topics else np.arange(phi_b.shape[0])
     phi_b, alpha_b = phi_b[perm], alpha_b[perm]
     two_polya_terms = path == "geometric" and not np.array_equal(alpha_a, alpha_b)
     kernel = resolve_kernel(kernel, device, blocked_valid=not two_polya_terms)
     if kernel == "blocked" and two_polya_terms:
         raise ValueError("kernel='blocked' is invalid on the geometric path with different "
                          "alphas; use path='hybrid' or kernel='collapsed'.")
-    root = root_key(random_state)
-    betas = _schedule(schedule, n_temperatures)
-    start_betas = _schedule(schedule, n_start_temperatures or n_temperatures)
+    betas = temperature_schedule(schedule, n_temperatures)
+    start_betas = temperature_schedule(schedule, n_start_temperatures or n_temperatures)
     n_start = {"ais": start_betas.size - 1, "sequential": 1 + n_burnin_sweeps,
                "burnin": n_burnin_sweeps}.get(start, 0)
     n_runs = 2 if direction == "both" else 1

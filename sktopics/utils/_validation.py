@@ -4,6 +4,7 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.exceptions import DataConversionWarning
 
+from ._pipeline import final_estimator
 from ._sklearn_compat import validate_data
 from ._warnings import warn
 
@@ -163,10 +164,9 @@ def _rounded_counts(X, rounded, owner):
 
 def check_topic_word(topic_word, name="topic_word"):
     """Return a finite 2-D float64 topic-word array, or the fitted model's one."""
-    if hasattr(topic_word, "components_"):
-        topic_word = topic_word.components_
-    elif hasattr(topic_word, "steps"):
-        topic_word = topic_word[-1].components_
+    model = final_estimator(topic_word)
+    if hasattr(model, "components_"):
+        topic_word = model.components_
     array = np.asarray(topic_word, dtype=np.float64)
     if array.ndim != 2 or array.shape[0] < 1 or array.shape[1] < 1:
         raise ValueError(
