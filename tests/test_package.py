@@ -1,11 +1,9 @@
-"""Package-level promises: layering, public names, top_words, the demo command."""
+"""Package-level promises: layering, public names, top_words."""
 
 import ast
 import importlib
 import importlib.util
-import io
 import re
-import subprocess
 import sys
 from pathlib import Path
 
@@ -182,33 +180,12 @@ def test_top_words_from_array_pipeline_and_names():
     assert {w for topic in words for w in topic} <= {"red", "green", "blue", "cat", "dog", "mouse"}
 
 
-def test_demo_runs_offline_and_reports():
-    from sktopics.__main__ import demo
-
-    out = io.StringIO()
-    model = demo("prodlda", n_topics=5, epochs=2, seed=0, out=out)
-    text = out.getvalue()
-    assert text.count("topic ") >= 5
-    assert "held-out log-likelihood" in text and "NPMI" in text and "diversity" in text
-    assert model.n_iter_ == 2
-
-
-def test_console_entry_point_help():
-    result = subprocess.run(
-        [sys.executable, "-m", "sktopics", "demo", "--help"], capture_output=True, text=True,
-        check=False,
-    )
-    assert result.returncode == 0
-    assert "--topics" in result.stdout
-
-
-
 # --------------------------------------------------------------------------- the house
 
 ROOT = PACKAGE.parent
 
 #: Text files of the project (the repository without its build outputs).
-_TEXT = (".py", ".md", ".rst", ".toml", ".txt", ".cfg")
+_TEXT = (".py", ".md", ".rst", ".inc", ".toml", ".txt", ".cfg")
 _NOT_SOURCE = {"build", "dist", "_build", "auto_examples", "generated", "data"}
 
 
