@@ -1,8 +1,15 @@
-"""Helpers shared by the benchmark scripts: machine description and result files."""
+"""Helpers shared by the benchmark scripts: machine description and result files.
+
+A benchmark's result is two files: ``<name>.json``, everything measured with the
+machine, the versions and the commit, and ``<name>.rst``, the page the docs include.
+The page is always drawn from the JSON alone (:func:`write_results`), so that
+``--report-only`` redraws it from a stored result without measuring anything.
+"""
 
 import json
 import os
 import platform
+import re
 import subprocess
 import threading
 import time
@@ -56,15 +63,87 @@ def machine():
     return info
 
 
-def write_results(name, payload, table_markdown, directory=None):
-    """Write ``<name>.json``, ``<name>.md`` and, for the docs, ``.rst`` to ``directory``
-    (default ``results/``; a trial run passes another folder)."""
+def write_results(name, payload, report, directory=None):
+    """Write ``<name>.json`` (``payload``) to ``directory`` (default ``RESULTS``; a
+    trial run passes another folder), then its page ``<name>.rst``: drawn from that
+    file by ``report`` (see :func:`write_report`), or ``report`` itself when it is the
+    page's text (a study whose page is not drawn from its JSON). Returns the JSON's
+    path."""
     directory = RESULTS if directory is None else Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
-    (directory / f"{name}.json").write_text(json.dumps(payload, indent=2, default=str) + "\n")
-    (directory / f"{name}.md").write_text(table_markdown)
-    (directory / f"{name}.rst").write_text(markdown_to_rst(table_markdown))
-    print(table_markdown)
+    path = directory / f"{name}.json"
+    path.write_text(json.dumps(payload, indent=2, default=_jsonable) + "\n")
+    write_report(path, report if callable(report) else lambda _: report)
+    return path
+
+
+def _jsonable(value):
+    """numpy scalars and arrays as numbers and lists; anything else as its string."""
+    return value.tolist() if hasattr(value, "tolist") else str(value)
+
+
+def write_report(path, report, page=None):
+    """Draw a results page from the JSON file ``path`` alone and write it beside it.
+
+    ``report(payload)`` returns the page in light markdown (``#`` headings, paragraphs,
+    pipe tables; see :func:`markdown_to_rst`); it is written as ``<page>.rst``
+    (default: the JSON's name) and printed.
+    """
+    path = Path(path)
+    text = report(json.loads(path.read_text()))
+    (path.parent / f"{page or path.stem}.rst").write_text(markdown_to_rst(text))
+    print(text)
+
+
+def add_result_arguments(parser, name):
+    """The options every script shares: ``--output-name`` (default ``name``; ``None``:
+    the script names its results), ``--output-dir`` and ``--report-only``."""
+    parser.add_argument("--output-name", default=name,
+                        help="name of the results files, without suffix" + (
+                            f" (default {name})" if name else ""))
+    parser.add_argument("--output-dir", type=Path, default=RESULTS,
+                        help="folder of the results (default benchmarks/results; a trial run "
+                             "should write elsewhere)")
+    parser.add_argument("--report-only", action="store_true",
+                        help="only redraw the .rst page from the existing .json; measure "
+                             "nothing")
+
+
+def report_only(paths, report):
+    """``--report-only``: redraw the page of every existing JSON in ``paths``."""
+    found = [Path(p) for p in paths if Path(p).exists()]
+    if not found:
+        raise SystemExit("no results file to draw a page from: " + ", ".join(map(str, paths)))
+    for path in found:
+        write_report(path, report)
+
+
+def commit_text(info):
+    """The commit a run measured, from :func:`machine`'s record of it."""
+    commit = info.get("git_commit") or info.get("commit") or "unknown"
+    if info.get("package_modified"):
+        commit += " with uncommitted changes to the package"
+    return commit
+
+
+def load_sentence(summary):
+    """A stored :meth:`MachineLoad.summary` in words, for a results page."""
+
+    def fmt(triple):
+        return ", ".join(f"{v:.2f}" for v in triple)
+
+    interval = summary.get("interval", 5.0)
+    quiet_cores = summary.get("quiet_cores", 0.1)
+    text = (f"Load average (1, 5, 15 min): {fmt(summary['load_average_start'])} at the start, "
+            f"{fmt(summary['load_average_end'])} at the end, 1-minute peak "
+            f"{summary['load_1min_max_sampled']:.2f} (sampled every {interval:g} s)")
+    if summary.get("other_processes_cores") is not None:
+        text += (f"; other processes kept {summary['other_processes_cores']:.2f} of "
+                 f"{summary['cpu_count']} cores busy on average, "
+                 f"{summary['steal_cores']:.2f} stolen by the hypervisor")
+    return text + (f". Machine: **{summary['verdict']}** during this run (quiet: other "
+                   f"processes under {quiet_cores:g} core on average and a 1-minute load "
+                   "average under 0.5 at the start).")
 
 
 def _cpu_jiffies():
@@ -105,8 +184,8 @@ class MachineLoad(_Sampling):
     CPU time, the cores that **other** processes kept busy on average (and the time the
     hypervisor stole, on a VM). ``summary()`` returns a dict for the JSON; ``verdict``
     is ``"quiet"`` when other processes averaged under ``quiet_cores`` cores and the
-    1-minute load average at the start was under 0.5, else ``"shared"``; ``sentence()``
-    says it in words for the results page.
+    1-minute load average at the start was under 0.5, else ``"shared"``;
+    :func:`load_sentence` says the summary in words for the results page.
     """
 
     def __init__(self, interval=5.0, quiet_cores=0.1):
@@ -150,21 +229,8 @@ class MachineLoad(_Sampling):
                 "load_1min_max_sampled": max(self.samples), "uptime_start": self.uptime_start,
                 "uptime_end": self.uptime_end, "wall_seconds": self.wall,
                 "other_processes_cores": self.other_cores, "steal_cores": self.steal_cores,
-                "cpu_count": os.cpu_count(), "verdict": self.verdict}
-
-    def sentence(self):
-        def fmt(triple):
-            return ", ".join(f"{v:.2f}" for v in triple)
-
-        text = (f"Load average (1, 5, 15 min): {fmt(self.start)} at the start, "
-                f"{fmt(self.end)} at the end, 1-minute peak {max(self.samples):.2f} "
-                f"(sampled every {self.interval:g} s)")
-        if self.other_cores is not None:
-            text += (f"; other processes kept {self.other_cores:.2f} of {os.cpu_count()} cores "
-                     f"busy on average, {self.steal_cores:.2f} stolen by the hypervisor")
-        return text + f". Machine: **{self.verdict}** during this run (quiet: other " \
-            f"processes under {self.quiet_cores:g} core on average and a 1-minute load " \
-            "average under 0.5 at the start)."
+                "cpu_count": os.cpu_count(), "verdict": self.verdict,
+                "interval": self.interval, "quiet_cores": self.quiet_cores}
 
 
 def _own_cpu_seconds():
@@ -198,15 +264,17 @@ def machine_cpu():
 def markdown_to_rst(text):
     """Turn a results page (heading lines, paragraphs and markdown tables, in any order)
     into reStructuredText: headings become bold paragraphs, tables list-tables, in
-    place."""
+    place; inline code in single backticks becomes an rst literal, and what rst
+    would read as markup (a lone asterisk, a bar, a word ending in an underscore) is
+    escaped. Lines already in rst (indented, or directives) pass unchanged."""
     out, table = [], []
 
     def flush():
         if table:
             out.extend(["", ".. list-table::", "   :header-rows: 1", ""])
             for row in table:
-                out.append("   * - " + (row[0] or ".."))
-                out.extend("     - " + (cell or "..") for cell in row[1:])
+                out.append("   * - " + (_rst_inline(row[0]) or ".."))
+                out.extend("     - " + (_rst_inline(cell) or "..") for cell in row[1:])
             out.append("")
             table.clear()
 
@@ -217,10 +285,35 @@ def markdown_to_rst(text):
             continue
         flush()
         if line.startswith("#"):
-            line = "**" + line.lstrip("#").strip() + "**"
+            line = "**" + _rst_inline(line.lstrip("#").strip()) + "**"
+        elif not line.startswith((" ", "..")):
+            line = _rst_inline(line)
         out.append(line)
     flush()
     return "\n".join(out).strip("\n") + "\n"
+
+
+_CODE = re.compile(r"(``.+?``|`[^`]+`)")
+
+
+def _rst_inline(text):
+    """One line of light markdown as rst inline text (see :func:`markdown_to_rst`)."""
+    parts = []
+    for i, part in enumerate(_CODE.split(text)):
+        if i % 2:  # a code span
+            parts.append(part if part.startswith("``") else f"`{part}`")
+            continue
+        pieces = part.split("**")  # even positions lie outside **strong** text
+        if len(pieces) % 2 == 0:  # an unmatched ``**`` is two asterisks
+            pieces[-2:] = [pieces[-2] + "**" + pieces[-1]]
+        parts.append("**".join(_rst_escape(p) if k % 2 == 0 else p
+                               for k, p in enumerate(pieces)))
+    return "".join(parts)
+
+
+def _rst_escape(text):
+    text = text.replace("\\", "\\\\").replace("*", "\\*").replace("|", "\\|")
+    return re.sub(r"(?<=\w)_(?=\W|$)", r"\\_", text)
 
 
 def markdown_table(rows, columns):

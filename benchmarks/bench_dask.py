@@ -17,7 +17,8 @@ The estimators' default ``n_jobs=None`` then runs one torch thread per task. Eve
 search's mean test scores are compared with the one-process search's. Reported:
 median seconds with the min-max range and every round's value, the machine, the
 commit and the load (``_common.MachineLoad``). Writes
-``<output-dir>/<output-name>.{json,md,rst}``, by default ``benchmarks/results/dask.*``.
+``<output-dir>/<output-name>.{json,rst}``, by default ``benchmarks/results/dask.*``
+(``--report-only`` redraws the page from the JSON).
 
 Trial run (toy sizes, elsewhere)::
 
@@ -34,7 +35,16 @@ import joblib
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import RESULTS, MachineLoad, machine, markdown_table, write_results  # noqa: E402
+from _common import (  # noqa: E402
+    MachineLoad,
+    add_result_arguments,
+    commit_text,
+    load_sentence,
+    machine,
+    markdown_table,
+    report_only,
+    write_results,
+)
 
 SCORES = ("left_to_right", "npmi")
 
@@ -80,9 +90,10 @@ def main(argv=None):
     p.add_argument("--max-iter", type=int, default=100, help="LDAGibbs sweeps per fit")
     p.add_argument("--max-docs", type=int, default=None,
                    help="keep the first documents (trial runs)")
-    p.add_argument("--output-name", default="dask")
-    p.add_argument("--output-dir", default=str(RESULTS))
+    add_result_arguments(p, "dask")
     args = p.parse_args(argv)
+    if args.report_only:
+        return report_only([args.output_dir / f"{args.output_name}.json"], report)
     from dask.distributed import Client, LocalCluster
 
     from sktopics.datasets import load_bbc_news
@@ -116,35 +127,39 @@ def main(argv=None):
             print(f"round {round_}: " + ", ".join(f"{k} {v[-1]:.1f} s" for k, v in runs.items()),
                   flush=True)
 
-    commit = info.get("git_commit") or "unknown"
-    if info.get("package_modified"):
-        commit += " with uncommitted changes to the package"
-    rows = []
-    for name, seconds in runs.items():
-        rows.append({"run": name, "median s": f"{np.median(seconds):.1f}",
-                     "min-max s": f"{min(seconds):.1f}-{max(seconds):.1f}",
-                     "every round (s)": ", ".join(f"{s:.1f}" for s in seconds)})
-    n_fits = len(grid) * 3
     out = {"machine": info, "load": load.summary(), "args": vars(args),
            "n_documents": len(texts), "runs_seconds": runs,
            "median_seconds": {k: float(np.median(v)) for k, v in runs.items()},
            "max_abs_difference": diff}
+    write_results(args.output_name, out, report, directory=args.output_dir)
+
+
+def report(out):
+    """The results page of :func:`main`'s JSON."""
+    info, args = out["machine"], out["args"]
+    grid = [int(k) for k in args["grid"].split(",")]
+    workers, repeats = args["workers"], args["repeats"]
+    rows = [{"run": name, "median s": f"{np.median(seconds):.1f}",
+             "min-max s": f"{min(seconds):.1f}-{max(seconds):.1f}",
+             "every round (s)": ", ".join(f"{s:.1f}" for s in seconds)}
+            for name, seconds in out["runs_seconds"].items()]
+    n_fits = len(grid) * 3
     lines = ["# GridSearchCV on a Dask LocalCluster and in joblib's processes", "",
              (f"Machine: {info['cpu']} ({info['simd']}), {info['cpu_count']} cores; commit "
-              f"{commit}. {load.sentence()}"), "",
-             (f"{len(texts):,} BBC News documents, Pipeline(CountVectorizer, "
-              f"LDAGibbs(max_iter={args.max_iter})), K in {{{', '.join(map(str, grid))}}}, "
+              f"{commit_text(info)}. {load_sentence(out['load'])}"), "",
+             (f"{out['n_documents']:,} BBC News documents, Pipeline(CountVectorizer, "
+              f"LDAGibbs(max_iter={args['max_iter']})), K in {{{', '.join(map(str, grid))}}}, "
               f"cv=3, left-to-right and NPMI scorers ({n_fits} fits, {2 * n_fits} scores). "
-              f"{args.workers} workers of one thread each (joblib: n_jobs={args.workers}; Dask: "
-              f"LocalCluster of {args.workers} process workers, threads_per_worker=1). "
-              f"Median over {args.repeats} round{'s' * (args.repeats > 1)}, the "
+              f"{workers} workers of one thread each (joblib: n_jobs={workers}; Dask: "
+              f"LocalCluster of {workers} process workers, threads_per_worker=1). "
+              f"Median over {repeats} round{'s' * (repeats > 1)}, the "
               "configurations in turn within a round; 'cold': a fresh pool or cluster whose "
               "workers start and import sktopics within the timing (the cluster's own start "
               "is its own row); 'warm': the same search again on it."), "",
              markdown_table(rows, ["run", "median s", "min-max s", "every round (s)"]),
              (f"Largest difference of any run's mean test scores from the one-process "
-              f"search's: {diff:.2e}.")]
-    write_results(args.output_name, out, "\n".join(lines) + "\n", directory=args.output_dir)
+              f"search's: {out['max_abs_difference']:.2e}.")]
+    return "\n".join(lines) + "\n"
 
 
 if __name__ == "__main__":

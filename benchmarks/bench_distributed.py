@@ -5,13 +5,17 @@ into as many shares as processes; each process (one torch thread, gloo over the
 loopback) fits ``LDAGibbs(K, algorithm="parallel")`` on its share inside
 ``sktopics.distributed.data_parallel()``. Recorded per world size: the wall time of
 the fit's sweeps (median of ``--repeats`` fits after a warm-up), the seconds spent
-in the collectives (the per-sweep sum of the word-topic counts, timed around the
-call), and whether every rank ended with the components of the one-process fit.
+in the collectives, and whether every rank ended with the components of the
+one-process fit. The collectives are timed through torch's public API: each process
+wraps ``torch.distributed.all_reduce`` (the per-sweep sum of the word-topic counts
+and the fit's other global sums) in a timer before fitting; sktopics itself is used
+through its public API only.
 
 On a machine with fewer cores than processes plus one the processes share cores:
 the numbers then show the cost of the exchange, not the speed-up.
 
-Writes ``benchmarks/results/distributed.{json,md}``::
+Writes ``benchmarks/results/distributed.{json,rst}`` (``--report-only`` redraws the
+page from the JSON; ``--output-dir`` writes elsewhere)::
 
     python benchmarks/bench_distributed.py [--worlds 1,2] [--components 50,1024]
 """
@@ -27,7 +31,17 @@ import tempfile
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import MachineLoad, default_data_home, machine, markdown_table, write_results  # noqa: E402,E501
+from _common import (  # noqa: E402
+    MachineLoad,
+    add_result_arguments,
+    commit_text,
+    default_data_home,
+    load_sentence,
+    machine,
+    markdown_table,
+    report_only,
+    write_results,
+)
 
 CHILD = r'''
 import json, sys, time
@@ -36,7 +50,6 @@ import torch.distributed as dist
 from sktopics import LDAGibbs
 from sktopics.datasets import load_20news_avitm
 from sktopics.distributed import data_parallel
-from sktopics.utils import _distributed
 
 rank, world, store, data_home, K, tile, repeats, sweeps = sys.argv[1:9]
 rank, world, K, tile, repeats, sweeps = map(int, (rank, world, K, tile, repeats, sweeps))
@@ -46,13 +59,13 @@ X = sp.vstack([load_20news_avitm(data_home, subset="train").data] * tile).tocsr(
 bounds = np.linspace(0, X.shape[0], world + 1).astype(int)
 share = X[bounds[rank]:bounds[rank + 1]]
 spent = [0.0]
-original = _distributed.Collective._reduce
-def timed(self, tensor, op):
+all_reduce = dist.all_reduce
+def timed(*args, **kwargs):
     tic = time.perf_counter()
-    out = original(self, tensor, op)
+    out = all_reduce(*args, **kwargs)
     spent[0] += time.perf_counter() - tic
     return out
-_distributed.Collective._reduce = timed
+dist.all_reduce = timed
 params = dict(n_components=K, max_iter=sweeps, algorithm="parallel", optimize_interval=None,
               evaluate_every=1000, device="cpu", random_state=0)
 runs = []
@@ -89,7 +102,10 @@ def main():
     p.add_argument("--sweeps", type=int, default=20)
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--data-home", default=default_data_home())
+    add_result_arguments(p, "distributed")
     args = p.parse_args()
+    if args.report_only:
+        return report_only([args.output_dir / f"{args.output_name}.json"], report)
     rows, reference = [], {}
     load = MachineLoad().__enter__()
     for K in map(int, args.components.split(",")):
@@ -108,23 +124,27 @@ def main():
                          "same_as_one_process": same})
             print(rows[-1], flush=True)
     load.__exit__(None, None, None)
-    info = machine()
-    commit = info.get("git_commit") or "unknown"
-    if info.get("package_modified"):
-        commit += " with uncommitted changes to the package"
-    lines = ["# Data-parallel LDAGibbs: processes against one", "",
-             f"Commit {commit}. {load.sentence()}", "",
-             f"Machine: {info['cpu']}, {os.cpu_count()} cores; one torch thread per "
+    write_results(args.output_name, {"machine": machine(), "load": load.summary(),
+                                     "args": vars(args), "rows": rows}, report,
+                  directory=args.output_dir)
+
+
+def report(out):
+    """The results page of :func:`main`'s JSON."""
+    info, args = out["machine"], out["args"]
+    ran = f"Commit {commit_text(info)}."
+    if "load" in out:
+        ran += " " + load_sentence(out["load"])
+    lines = ["# Data-parallel LDAGibbs: processes against one", "", ran, "",
+             f"Machine: {info['cpu']}, {info['cpu_count']} cores; one torch thread per "
              f"process, gloo over the loopback. AVITM 20 Newsgroups training set x "
-             f"{args.tile}, {args.sweeps} sweeps, algorithm='parallel'; median of "
-             f"{args.repeats} fits (spread: min-max of the fit's seconds). "
+             f"{args['tile']}, {args['sweeps']} sweeps, algorithm='parallel'; median of "
+             f"{args['repeats']} fits (spread: min-max of the fit's seconds). "
              "`collective_share`: the fit's time in the per-sweep sum of the counts.", "",
-             markdown_table(rows, ["K", "processes", "s_per_sweep", "spread_s",
-                                   "M_tokens_per_s", "collective_share",
-                                   "same_as_one_process"])]
-    write_results("distributed", {"machine": info, "load": load.summary(), "args": vars(args),
-                                  "rows": rows},
-                  "\n".join(lines) + "\n")
+             markdown_table(out["rows"], ["K", "processes", "s_per_sweep", "spread_s",
+                                          "M_tokens_per_s", "collective_share",
+                                          "same_as_one_process"])]
+    return "\n".join(lines) + "\n"
 
 
 if __name__ == "__main__":

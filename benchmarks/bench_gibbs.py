@@ -31,8 +31,11 @@ Measures, on the same machine and in the same process (so ratios are meaningful)
 4. **Inference**: ``transform`` against tomotopy's and pyrmallet's ``infer`` on the
    test documents, one thread, the calls alternating over ``--repeats`` rounds
    (median, min-max), with each output's L1 distance to a reference posterior mean
-   made by sktopics' own fixed-topic sampler (the kernel of ``transform``, run longer):
-   a reference of the same method as ``transform``, not an independent one.
+   of theta under that system's own topics and prior: ``LDAGibbs.transform`` run
+   longer (400 iterations, the second half averaged, another seed) by a model that
+   is given those topics and that prior through its public fitted attributes
+   ``components_`` and ``doc_topic_prior_``. A reference of the same method as
+   ``transform``, not an independent one.
 
 The machine (CPU model, cores, SIMD), the commit, whether the package differs from
 it, the load averages at the start and the end and the cores other processes kept
@@ -43,9 +46,9 @@ Usage::
     python benchmarks/bench_gibbs.py --sections throughput --output-name gibbs_throughput
     python benchmarks/bench_gibbs.py --quick --output-dir /tmp/gibbs_trial   # toy run
 
-Writes ``<output-dir>/<output-name>.{json,md,rst}`` (default
-``benchmarks/results/gibbs.*``) and, with a throughput section, the bar chart
-``<output-name>.png`` (``--replot`` redraws it from the JSON).
+Writes ``<output-dir>/<output-name>.{json,rst}`` (default ``benchmarks/results/gibbs.*``)
+and, with a throughput section, the bar chart ``<output-name>.png``; ``--report-only``
+redraws the page and ``--replot`` the chart from the JSON.
 """
 
 import argparse
@@ -53,6 +56,7 @@ import json
 import os
 import sys
 import time
+import warnings
 from pathlib import Path
 
 # torch's threads wait for work as a user's do: GNU OpenMP's default (spin, then
@@ -67,19 +71,22 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import (  # noqa: E402
-    RESULTS,
     MachineLoad,
+    add_result_arguments,
+    commit_text,
     default_data_home,
     doc_words,
+    load_sentence,
     machine,
     markdown_table,
+    report_only,
     write_results,
 )
 from _completion import document_completion_perplexity, split_halves  # noqa: E402
 
 from sktopics import LDAGibbs  # noqa: E402
-from sktopics._gibbs._infer import CellCorpus, infer_doc_topic  # noqa: E402
 from sktopics.datasets import load_20news_avitm, load_nyt, load_octis  # noqa: E402
+from sktopics.utils import EmptyDocumentWarning  # noqa: E402
 
 ALPHA, BETA = 0.1, 0.01
 
@@ -486,7 +493,7 @@ def ppl_summary(rows, thresholds, reference="tomotopy"):
             cross = [crossing(runs[s, k], threshold) for k in repeats]
             ref = [crossing(runs[reference, k], threshold)[0] for k in repeats] \
                 if (reference, repeats[0]) in runs else []
-            entry["thresholds"][threshold] = dict(
+            entry["thresholds"][str(threshold)] = dict(
                 seconds=[c[0] for c in cross], sweeps=[c[1] for c in cross],
                 how=[c[2] for c in cross],
                 seconds_stats=_stats([c[0] for c in cross]),
@@ -517,7 +524,7 @@ def ppl_markdown(rows, summary, thresholds, checkpoints, K, reference="tomotopy"
     for entry in summary:
         row = {"system": entry["system"]}
         for threshold in thresholds:
-            t = entry["thresholds"][threshold]
+            t = entry["thresholds"][str(threshold)]  # str: as the JSON keys it
             mark = "*" if any(h.startswith("first") for h in t["how"]) else ""
             reached = sum(np.isfinite(t["seconds"]))
             row[f"time to <= {threshold:g} (s)"] = _cell(*t["seconds_stats"]) + mark
@@ -564,13 +571,30 @@ def _one_thread(fn):
         torch.set_num_threads(old)
 
 
-def _posterior_mean_theta(X, phi, alpha, n_iter=400, n_burn=50):
-    """A long run of sktopics' exact fixed-topic sampler (the kernel of ``transform``):
-    the reference for accuracy, made by the same method as ``transform``."""
-    cells = CellCorpus(X, "cpu")
-    return infer_doc_topic(cells, torch.as_tensor(phi.T, dtype=torch.float32).contiguous(),
-                           torch.as_tensor(alpha, dtype=torch.float64), n_iter, n_burn,
-                           torch.Generator().manual_seed(12345)).numpy()
+def _reference_model(X, K, n_iter=400, seed=12345):
+    """An LDAGibbs whose ``transform`` (``n_iter`` iterations, the second half averaged,
+    its own seed) gives the reference posterior means of theta: fitted one sweep on
+    ``X`` for its vocabulary, then handed each system's topics by
+    :func:`_posterior_mean_theta`."""
+    return LDAGibbs(n_components=K, max_iter=1, burn_in=0, n_kept_samples=1,
+                    optimize_interval=None, evaluate_every=10**9, transform_max_iter=n_iter,
+                    device="cpu", random_state=seed, n_jobs=1).fit(X)
+
+
+def _posterior_mean_theta(reference, X, phi, alpha):
+    """The posterior mean of theta of ``X`` under the topics ``phi`` and the prior
+    ``alpha``: ``reference.transform`` after setting its fitted ``components_`` and
+    ``doc_topic_prior_`` (the same method as ``transform``, run longer)."""
+    reference.components_ = np.asarray(phi, dtype=np.float64)
+    reference.doc_topic_prior_ = np.asarray(alpha, dtype=np.float64)
+    with warnings.catch_warnings():  # documents made only of words a peer dropped
+        warnings.simplefilter("ignore", EmptyDocumentWarning)
+        return reference.transform(X)
+
+
+def _known_columns(X, known):
+    """``X`` with the counts of the columns outside ``known`` set to zero (same shape)."""
+    return sp.csr_matrix(X @ sp.diags(known.astype(X.dtype)))
 
 
 def _l1_error(theta, reference, X):
@@ -585,11 +609,11 @@ def inference_speed(X, X_test, K, n_iter, train_sweeps, label, accuracy=True,
     ``infer``, one thread, the calls alternating over ``repeats`` rounds.
 
     Besides speed, each system's output is compared with a reference posterior mean of
-    theta under *its own* model, made by sktopics' exact fixed-topic sampler (the kernel
-    of ``transform``, 400 iterations, another seed): the mean L1 distance per document.
-    That reference is of the same method as ``transform``, not an independent one.
-    tomotopy drops test words it has not seen in training, so its reference is computed
-    on the test matrix without those columns (likewise pyrmallet's).
+    theta under *its own* model, made by ``LDAGibbs.transform`` run longer (400
+    iterations, another seed; :func:`_posterior_mean_theta`): the mean L1 distance per
+    document. That reference is of the same method as ``transform``, not an independent
+    one. tomotopy drops test words it has not seen in training, so its reference is
+    computed on the test matrix without those words (likewise pyrmallet's).
     """
     n_tokens = int(X_test.sum())
     ours = Ours(X, K, "parallel", 1)
@@ -641,11 +665,13 @@ def inference_speed(X, X_test, K, n_iter, train_sweeps, label, accuracy=True,
     for r in rows:
         r["per_iteration_vs_tomotopy"] = _stats(_ratios(r["Mtok_s_runs"], tomo_rates))
     if accuracy:
+        reference = _reference_model(X, K)
         known = np.zeros(X.shape[1], dtype=bool)
         known[[int(w) for w in tomo.model.used_vocabs]] = True
-        Xt_known = Xt[:, known]
-        ref_ours = _posterior_mean_theta(Xt, ours.model.components_, ours.model.doc_topic_prior_)
-        ref_tomo = _posterior_mean_theta(Xt_known, tomo.topic_word()[:, known],
+        Xt_known = _known_columns(Xt, known)
+        ref_ours = _posterior_mean_theta(reference, Xt, ours.model.components_,
+                                         ours.model.doc_topic_prior_)
+        ref_tomo = _posterior_mean_theta(reference, Xt_known, tomo.topic_word(),
                                          np.asarray(tomo.model.alpha, dtype=np.float64))
         for r in rows:
             theta = thetas[r["system"], r["iterations"]]
@@ -657,11 +683,12 @@ def inference_speed(X, X_test, K, n_iter, train_sweeps, label, accuracy=True,
             if r["system"] == "pyrmallet infer":
                 seen = np.zeros(X.shape[1], dtype=bool)
                 seen[mallet.vocabulary()] = True
+                Xt_seen = _known_columns(Xt, seen)
                 ref_mallet = _posterior_mean_theta(
-                    Xt[:, seen], mallet.topic_word()[:, seen],
+                    reference, Xt_seen, mallet.topic_word(),
                     np.asarray(mallet.model.alpha, dtype=np.float64))
-                r["L1_error"] = _l1_error(theta, ref_mallet, Xt[:, seen])
-                r["dropped_oov_tokens"] = int(n_tokens - Xt[:, seen].sum())
+                r["L1_error"] = _l1_error(theta, ref_mallet, Xt_seen)
+                r["dropped_oov_tokens"] = int(n_tokens - Xt_seen.sum())
     for r in rows:
         print(f"  {label} {r['system']:22s} {r['iterations']:4d} it {r['Mtok_s']:7.2f} M tok/s "
               f"({r['Mtok_s_min']:.2f}-{r['Mtok_s_max']:.2f})  L1 error "
@@ -707,10 +734,7 @@ def main(argv=None):
                         help="training sweeps of the models whose inference is timed")
     parser.add_argument("--quick", action="store_true",
                         help="tiny smoke run (BBC, K = 50, a few sweeps, 2 rounds)")
-    parser.add_argument("--output-name", default="gibbs")
-    parser.add_argument("--output-dir", default=str(RESULTS),
-                        help="folder of the results (default benchmarks/results; a trial "
-                             "run should write elsewhere)")
+    add_result_arguments(parser, "gibbs")
     parser.add_argument("--no-figure", action="store_true",
                         help="do not draw the throughput chart")
     parser.add_argument("--replot", action="store_true",
@@ -726,6 +750,8 @@ def main(argv=None):
         plot_throughput(json.loads((output_dir / f"{args.output_name}.json").read_text())
                         ["throughput"], figure)
         return
+    if args.report_only:
+        return report_only([output_dir / f"{args.output_name}.json"], report)
 
     info = machine()
     info["OMP_WAIT_POLICY"] = os.environ.get("OMP_WAIT_POLICY")
@@ -807,48 +833,67 @@ def main(argv=None):
     info["load"] = load.summary()
     info["uptime_start"], info["uptime_end"] = load.uptime_start, load.uptime_end
     info["total_seconds"] = time.perf_counter() - tic
+    ratios = throughput_table(through, threads_list)[1] if through else []
+    payload = dict(machine=info, args=vars(args), throughput=through, throughput_ratios=ratios,
+                   time_to_perplexity=ppl_rows,
+                   time_to_perplexity_summary=ppl_summary(ppl_rows, thresholds) if ppl_rows
+                   else [], quality=quality_rows, inference=infer_rows)
+    write_results(args.output_name, payload, report, directory=output_dir)
+    if through and not args.no_figure:
+        plot_throughput(through, figure)
 
-    # ---------------------------------------------------------------- tables
-    commit = info.get("git_commit") or "unknown"
-    if info.get("package_modified"):
-        commit += " with uncommitted changes to the package"
+
+def report(payload):
+    """The results page of :func:`main`'s JSON."""
+    info, args = payload["machine"], payload["args"]
+    if info.get("load"):
+        load = load_sentence(info["load"])
+    else:  # an early results file: the ``uptime`` lines only
+        load = (f"Load: start `{info.get('uptime_start')}`; end `{info.get('uptime_end')}`.")
     md = ["# LDAGibbs benchmark\n\n",
-          f"Machine: {info['cpu']} ({info['simd']}), {info['cpu_count']} cores, no GPU; "
-          f"commit {commit}; torch {info['torch']}, tomotopy {info.get('tomotopy')}, "
-          f"pyrmallet {info.get('pyrmallet')}, lda {info.get('lda')}, "
-          f"scikit-learn {info['scikit-learn']}.\n\n",
-          f"{load.sentence()} Compare ratios within this run; absolute values move with "
+          f"Machine: {info['cpu']}" + (f" ({info['simd']})" if info.get("simd") else "")
+          + f", {info['cpu_count']} cores, no GPU; commit {commit_text(info)}; torch "
+          f"{info['torch']}, "
+          + "".join(f"{peer} {info[peer]}, " for peer in ("tomotopy", "pyrmallet", "lda")
+                    if info.get(peer))
+          + f"scikit-learn {info['scikit-learn']}.\n\n",
+          f"{load} Compare ratios within this run; absolute values move with "
           "the machine and its load. OMP_WAIT_POLICY "
-          f"{info['OMP_WAIT_POLICY'] or 'unset (spin, then sleep)'}.\n\n",
+          f"{info.get('OMP_WAIT_POLICY') or 'unset (spin, then sleep)'}.\n\n",
           f"Total run time {info['total_seconds']:.0f} s.\n"]
-    ratios = []
+    through = payload["throughput"]
     if through:
-        table, ratios = throughput_table(through, threads_list)
+        ks = [int(k) for k in args["ks"].split(",")]
+        threads_list = [int(t) for t in args["threads"].split(",")]
+        sweeps, warmup, lda_sweeps = args["sweeps"], args["warmup"], args["lda_sweeps"]
         md.append("\n## Throughput (M tokens/s; sweeps for Gibbs, epochs for VB)\n\n"
-                  f"Median over {args.repeats} alternating rounds, min-max in brackets. A "
-                  f"round times {args.sweeps} sweeps of each Gibbs system after {args.warmup} "
-                  f"warm-up sweep{'s' * (args.warmup != 1)}"
+                  f"Median over {args['repeats']} alternating rounds, min-max in brackets. A "
+                  f"round times {sweeps} sweeps of each Gibbs system after {warmup} "
+                  f"warm-up sweep{'s' * (warmup != 1)}"
                   + (" (K >= 200: a fifth of them for the parallel sampler, half for "
                      "tomotopy)" if max(ks) >= 200 else "")
-                  + f", {args.lda_sweeps} sweeps of lda"
+                  + f", {lda_sweeps} sweeps of lda"
                   + (" (a fifth at K >= 200)" if max(ks) >= 200 else "")
                   + " and 2 epochs of scikit-learn; pyrmallet, lda and scikit-learn are "
                   "timed as the difference of two fresh runs in the round. A ratio is the "
                   "median (min-max) of the per-round ratios.\n\n")
-        md.append(table)
-    ppl_summary_rows = []
+        md.append(throughput_table(through, threads_list)[0])
+    ppl_rows = payload["time_to_perplexity"]
     if ppl_rows:
-        ppl_summary_rows = ppl_summary(ppl_rows, thresholds)
-        md += ppl_markdown(ppl_rows, ppl_summary_rows, thresholds, checkpoints, args.ppl_k)
-    if quality_rows:
-        md.append(f"\n## Quality at equal sweeps ({args.quality_sweeps} sweeps, K = 50, "
+        thresholds = [float(t) for t in args["ppl_thresholds"].split(",")]
+        checkpoints = sorted({r["sweeps"] for r in ppl_rows})
+        md += ppl_markdown(ppl_rows, payload["time_to_perplexity_summary"], thresholds,
+                           checkpoints, args["ppl_k"])
+    if payload["quality"]:
+        md.append(f"\n## Quality at equal sweeps ({args['quality_sweeps']} sweeps, K = 50, "
                   "1 thread, one run)\n\n")
-        md.append(markdown_table(quality_rows, ["corpus", "system", "sweeps", "train_seconds",
-                                                "perplexity"]))
+        md.append(markdown_table(payload["quality"], ["corpus", "system", "sweeps",
+                                                      "train_seconds", "perplexity"]))
+    infer_rows = payload["inference"]
     if infer_rows:
         md.append("\n## Inference on held-out documents (K = 50, 1 thread, models trained "
-                  f"{args.infer_train_sweeps} sweeps)\n\n"
-                  f"Speed: median over {args.repeats} alternating rounds, min-max in "
+                  f"{args['infer_train_sweeps']} sweeps)\n\n"
+                  f"Speed: median over {args['repeats']} alternating rounds, min-max in "
                   "brackets (M tokens x iterations / s); 'per iteration / tomotopy': median "
                   "(min-max) of the per-round ratios. `L1_error`: mean L1 distance per "
                   "document to a reference posterior mean of theta under the system's own "
@@ -862,13 +907,7 @@ def main(argv=None):
                       L1_error=r.get("L1_error")) for r in infer_rows]
         md.append(markdown_table(table, ["corpus", "system", "iterations", "seconds", "Mtok_s",
                                          "per iteration / tomotopy", "L1_error"]))
-    payload = dict(machine=info, args=vars(args), throughput=through, throughput_ratios=ratios,
-                   time_to_perplexity=ppl_rows,
-                   time_to_perplexity_summary=ppl_summary_rows, quality=quality_rows,
-                   inference=infer_rows)
-    write_results(args.output_name, payload, "".join(md), directory=output_dir)
-    if through and not args.no_figure:
-        plot_throughput(through, figure)
+    return "".join(md)
 
 
 if __name__ == "__main__":

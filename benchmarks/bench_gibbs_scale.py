@@ -19,7 +19,8 @@ Usage::
     python benchmarks/bench_gibbs_scale.py --tokens 100e6               # CPU
     python benchmarks/bench_gibbs_scale.py --tokens 100e6 --device cuda
 
-Writes ``benchmarks/results/gibbs_scale_<device>.json`` and ``.md``.
+Writes ``benchmarks/results/gibbs_scale_<device>.{json,rst}`` (``--report-only``
+redraws the page from the JSON).
 """
 
 import argparse
@@ -33,7 +34,15 @@ import numpy as np
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import PeakRSS, machine, markdown_table, write_results  # noqa: E402
+from _common import (  # noqa: E402
+    PeakRSS,
+    add_result_arguments,
+    commit_text,
+    machine,
+    markdown_table,
+    report_only,
+    write_results,
+)
 
 from sktopics import LDAGibbs  # noqa: E402
 from sktopics.datasets import make_lda_corpus  # noqa: E402
@@ -57,7 +66,11 @@ def main(argv=None):
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--threads", type=int, default=None, help="torch threads (CPU)")
     parser.add_argument("--seed", type=int, default=0)
+    add_result_arguments(parser, None)  # default name: gibbs_scale_<device type>
     args = parser.parse_args(argv)
+    name = args.output_name or f"gibbs_scale_{torch.device(args.device).type}"
+    if args.report_only:
+        return report_only([args.output_dir / f"{name}.json"], report)
     if args.threads:
         torch.set_num_threads(args.threads)
 
@@ -103,24 +116,33 @@ def main(argv=None):
     if cuda:
         row["cuda_peak_allocated_GB"] = round(torch.cuda.max_memory_allocated() / 2**30, 2)
     print(row, flush=True)
-    table = markdown_table([row], list(row))
-    info = machine()
-    text = (
+    write_results(name, dict(rows=[row], machine=machine(), args=vars(args)), report,
+                  directory=args.output_dir)
+
+
+def report(out):
+    """The results page of :func:`main`'s JSON."""
+    info, row = out["machine"], out["rows"][0]
+    # An early results file has no arguments: the corpus's settings are in its row.
+    args = out.get("args") or {"topics": row["K"], "words": row["V"], "sweeps": row["sweeps"],
+                               "mean_length": row["M_tokens"] * 1e6 / row["docs"]}
+    return (
         "# LDAGibbs on a synthetic corpus (a 100 M-token corpus fits and trains)\n\n"
-        f"Machine: {info}\n\n"
-        f"Corpus drawn from LDA (K = {args.topics}, V = {args.words}, phi ~ Dir(0.05), "
-        f"theta ~ Dir(0.1), Poisson lengths, mean {args.mean_length:.0f}). `fit_s` includes "
+        f"Machine: {info['cpu']}, {info['cpu_count']} cores, {info['torch_threads']} torch "
+        f"threads, GPU: {info['gpu']}; torch {info['torch']}; commit {commit_text(info)}; "
+        f"load average at the start {', '.join(f'{v:.2f}' for v in info['load_average_at_start'])}."
+        "\n\n"
+        f"Corpus drawn from LDA (K = {args['topics']}, V = {args['words']}, phi ~ Dir(0.05), "
+        f"theta ~ Dir(0.1), Poisson lengths, mean {args['mean_length']:.0f}). `fit_s` includes "
         "building the token arrays, the random initialisation, the sweeps and a "
         "log-likelihood per sweep; `sweep_M_tokens_s_median` is the median of the verbose "
         "lines' rates (a sweep plus its log-likelihood). `peak_rss_above_baseline_GB`: "
         "resident memory during `fit` above the resident memory before it (the corpus "
         "matrix is part of the baseline). "
         "`topic_recovery_cosine`: mean best-match cosine of true to learned topics after "
-        f"{args.sweeps} sweeps (a check that it trains, not a quality target).\n\n"
-        + table + "\n"
+        f"{args['sweeps']} sweeps (a check that it trains, not a quality target).\n\n"
+        + markdown_table([row], list(row)) + "\n"
     )
-    write_results(f"gibbs_scale_{torch.device(args.device).type}", dict(rows=[row], machine=info),
-                  text)
 
 
 if __name__ == "__main__":

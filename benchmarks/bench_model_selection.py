@@ -50,7 +50,8 @@ every budget, by the left-to-right scorer and by a long left-to-right run (20NG)
 ``--prodlda-scorer`` scores ``Pipeline(CountVectorizer, ProdLDA)`` candidates by
 importance sampling from the encoder and by AIS (5,000 short posts); ``--criteria`` runs
 a grid search over K with the likelihood, coherence and diversity and draws them.
-Results: ``benchmarks/results/model_selection*.{json,md,rst}`` (and ``.png``).
+Results: ``benchmarks/results/model_selection*.{json,rst}`` (and ``.png``);
+``--report-only`` with a mode's flag redraws that mode's page from its JSON.
 """
 
 import argparse
@@ -65,7 +66,15 @@ import numpy as np
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import RESULTS, MachineLoad, default_data_home, machine, write_results
+from _common import (
+    MachineLoad,
+    add_result_arguments,
+    default_data_home,
+    load_sentence,
+    machine,
+    report_only,
+    write_results,
+)
 
 from sktopics import LDAGibbs
 from sktopics.datasets import load_20news_avitm, load_nips
@@ -178,9 +187,7 @@ def parse():
                         "set, this tree and --baseline's (results: model_selection_folds)")
     p.add_argument("--fold-seeds", default="0,1,2,3,4")
     p.add_argument("--fold-case", default=None, help=argparse.SUPPRESS)
-    p.add_argument("--out", default="model_selection")
-    p.add_argument("--report-only", action="store_true",
-                   help="rewrite the .md/.rst files from the .json results")
+    add_result_arguments(p, "model_selection")  # the prefix of every mode's results
     p.add_argument("--update", action="store_true",
                    help="add to the existing results file (one corpus per invocation)")
     args = p.parse_args()
@@ -188,7 +195,7 @@ def parse():
         args.nips_docs, args.ng_docs, args.fit_sweeps = 5, 30, 20
         args.gold_S, args.gold_S0, args.expensive, args.long_lr = 40, 10, 20, 20
         args.gold_S_asym, args.gold_S0_asym = 40, 10
-        args.cheap_repeats, args.out = 2, "model_selection_quick"
+        args.cheap_repeats, args.output_name = 2, "model_selection_quick"
     return args
 
 
@@ -464,7 +471,8 @@ def run_corpus(name, args, report):
         out["experiments"][exp] = {"gold": gold_info, "budgets": budgets}
         out["experiments"] = {k: out["experiments"][k] for k in EXPERIMENTS
                               if k in out["experiments"]}
-        _write(report, args)  # partial results survive an interruption
+        # partial results survive an interruption
+        write_results(args.output_name, report, to_rst, directory=args.output_dir)
 
 
 # ------------------------------------------------------------------------- speed
@@ -555,26 +563,33 @@ def speed(args):
                                                                for r in rows]))}
                       for i in range(len(rows[0]))] for label, rows in runs.items()}
     out["median"] = median
+    write_results(f"{args.output_name}_speed", out, speed_report, directory=args.output_dir)
+
+
+def speed_report(out):
+    """The page of :func:`speed`'s JSON."""
+    median, baseline = out["median"], "old" in out["commits"]
     head = "| corpus | method | docs | tokens | s | token-updates/s |"
-    if args.baseline:
+    if baseline:
         head += " old s | old token-updates/s | speed-up |"
     lines = ["# model_selection speed (K = 50, real test sets)", "",
-             (f"Machine: {out['machine']['cpu']}, {args.threads} torch thread(s), load at start "
-              f"{out['machine']['load_average_at_start']}; median of {args.repeats} runs, each "
-              "in a fresh process" + (f", alternating with the baseline commit "
-                                      f"{out['commits']['old']}" if args.baseline else "")
+             (f"Machine: {out['machine']['cpu']}, {out['threads']} torch thread(s), load at "
+              f"start {tuple(out['machine']['load_average_at_start'])}; median of "
+              f"{out['repeats']} runs, each in a fresh process"
+              + (f", alternating with the baseline commit {out['commits']['old']}"
+                 if baseline else "")
               + f" (this commit: {out['commits']['new']}). Token-updates = K-way draws "
               "(temperatures x chains x tokens, start sweeps included; particles x tokens)."),
              "", head, "|" + "---|" * (head.count("|") - 1)]
     for i, r in enumerate(median["new"]):
         line = (f"| {r['corpus']} | {r['method']} | {r['n_docs']} | {int(r['n_tokens'])} | "
                 f"{r['seconds']:.2f} | {r['token_updates_per_s'] / 1e6:.2f} M |")
-        if args.baseline:
+        if baseline:
             o = median["old"][i]
             line += (f" {o['seconds']:.2f} | {o['token_updates_per_s'] / 1e6:.2f} M | "
                      f"{o['seconds'] / r['seconds']:.1f}x |")
         lines.append(line)
-    write_results(f"{args.out}_speed", out, "\n".join(lines) + "\n")
+    return "\n".join(lines) + "\n"
 
 
 FOLD_CASES = [  # (label, function, models, keyword arguments): a grid search's budgets
@@ -640,104 +655,62 @@ def folds(args):
                 runs[label] += _in_tree(tree, ["--fold-case", str(seed), *_forwarded(args)])
                 print(label, "fold", seed, "done", flush=True)
     out = {"machine": machine(), "load": machine_load.summary(), "threads": args.threads,
-           "seeds": seeds, "commits": {label: _git_commit(tree) for label, tree in trees},
-           "runs": runs}
-    head = "| method | token-updates/s (median, range) | CPU-time rate (median, range) |"
+           "fit_sweeps": args.fit_sweeps, "seeds": seeds,
+           "commits": {label: _git_commit(tree) for label, tree in trees}, "runs": runs}
     if args.baseline:
+        out["same_estimates"] = {
+            label: all(abs(o["per_token"] - n["per_token"]) < 1e-9 for o, n in zip(
+                [r for r in runs["old"] if r["method"] == label],
+                [r for r in runs["new"] if r["method"] == label]))
+            for label, *_ in FOLD_CASES}
+    write_results(f"{args.output_name}_folds", out, folds_report, directory=args.output_dir)
+
+
+def folds_report(out):
+    """The page of :func:`folds`'s JSON."""
+    runs, baseline = out["runs"], "old" in out["commits"]
+    head = "| method | token-updates/s (median, range) | CPU-time rate (median, range) |"
+    if baseline:
         head += " old token-updates/s | old CPU-time rate | speed-up (median) |"
     longest = sorted({r["longest"] for r in runs["new"]})
+    sweeps = f" ({out['fit_sweeps']} sweeps)" if "fit_sweeps" in out else ""
     lines = ["# model_selection on 600-document folds (K = 50)", "",
-             (f"{len(seeds)} folds of 600 documents of the 20NG test set (seeded draws; longest "
-              f"documents {longest} tokens), K = 50 LDAGibbs models ({args.fit_sweeps} sweeps), "
-              f"{args.threads} torch thread(s), each (code, fold) in a fresh process, "
+             (f"{len(out['seeds'])} folds of 600 documents of the 20NG test set (seeded draws; "
+              f"longest documents {longest} tokens), K = 50 LDAGibbs models{sweeps}, "
+              f"{out['threads']} torch thread(s), each (code, fold) in a fresh process, "
               f"alternating. Machine: {out['machine']['cpu']}"
-              + (f"; old = {out['commits']['old']}" if args.baseline else "")
+              + (f"; old = {out['commits']['old']}" if baseline else "")
               + f", new = {out['commits']['new']} plus the working tree. Token-updates = "
               "K-way draws; the CPU-time rate divides them by the process's CPU seconds, "
               "which a shared machine disturbs less than the wall clock. Medians over the "
               "folds, with their range; the speed-up is the median over the folds of the "
-              "paired CPU-time ratio."), "", machine_load.sentence(), "", head,
+              "paired CPU-time ratio."), "", load_sentence(out["load"]), "", head,
              "|" + "---|" * (head.count("|") - 1)]
 
     def stat(rows, key):
         v = np.array([r[key] for r in rows]) / 1e6
         return np.median(v), v.min(), v.max()
 
-    for label, *_ in FOLD_CASES:
+    for label in dict.fromkeys(r["method"] for r in runs["new"]):
         new = [r for r in runs["new"] if r["method"] == label]
         w, c = stat(new, "token_updates_per_s"), stat(new, "token_updates_per_cpu_s")
         line = (f"| {label} | {w[0]:.2f} M ({w[1]:.2f}-{w[2]:.2f}) | "
                 f"{c[0]:.2f} M ({c[1]:.2f}-{c[2]:.2f}) |")
-        if args.baseline:
+        if baseline:
             old = [r for r in runs["old"] if r["method"] == label]
             ow, oc = stat(old, "token_updates_per_s"), stat(old, "token_updates_per_cpu_s")
             ratio = np.median([o["cpu_seconds"] / n["cpu_seconds"] for o, n in zip(old, new)])
             line += (f" {ow[0]:.2f} M ({ow[1]:.2f}-{ow[2]:.2f}) | "
                      f"{oc[0]:.2f} M ({oc[1]:.2f}-{oc[2]:.2f}) | {ratio:.2f}x |")
-            same = all(abs(o["per_token"] - n["per_token"]) < 1e-9 for o, n in zip(old, new))
-            out.setdefault("same_estimates", {})[label] = same
         lines.append(line)
-    if args.baseline:
+    if baseline:
         lines += ["", "Same per-token estimates as the old code on every fold: "
                   + ", ".join(f"{k}: {'yes' if v else 'no'}"
                               for k, v in out["same_estimates"].items())]
-    write_results(f"{args.out}_folds", out, "\n".join(lines) + "\n")
+    return "\n".join(lines) + "\n"
 
 
 # ------------------------------------------------------------------------- report
-
-
-def _fmt(v):
-    if v is None:
-        return ""
-    if isinstance(v, float):
-        if np.isnan(v):
-            return "nan"
-        return f"{v:.2e}" if (abs(v) < 1e-3 and v != 0) else f"{v:.4g}"
-    return str(v)
-
-
-def to_markdown(report, args):
-    lines = ["# model_selection: Foulds & Smyth poster reproduction", "",
-             ("LDAGibbs models (K = 50, beta = 0.01); estimators at equal cost per budget "
-              "(see the script's docstring). Measured on the shared 2-core CPU, one torch "
-              "thread (quality numbers are load-independent; seconds are not)."), "",
-             "Settings per corpus: the `settings` entry of its info block.", ""]
-    for corpus in ("nips", "20ng"):
-        if corpus not in report:
-            continue
-        c = report[corpus]
-        poster = "nips" if corpus == "nips" else "acl"
-        lines += [f"## {corpus}", "", "```", json.dumps(c["info"]), "```", ""]
-        for exp, e in c["experiments"].items():
-            g = e["gold"]
-            lines += [f"### {exp}", "",
-                      f"Gold (two independent bidirectional ratio-AIS runs): `{json.dumps(g)}`", ""]
-            for budget, rows in e["budgets"].items():
-                cols = ["pct_correct", "sign_agreement_with_gold", "sign_agreement_settled_docs",
-                        "corr_with_gold", "corr_with_long_lr", "ratio_variance",
-                        "ratio_variance_2runs", "corpus_ratio", "token_updates", "seconds"]
-                st = rows["_settings"]
-                lines += [f"**{budget}** (B = {st['budget']}, {st['repeats']} repeats)", "",
-                          "| metric | " + " | ".join(METHODS) + " |",
-                          "|---|" + "---|" * len(METHODS)]
-                for col in cols:
-                    if exp == "perturbed" and col == "corr_with_long_lr":
-                        continue
-                    lines.append(f"| {col} | " + " | ".join(_fmt(rows[m].get(col)) for m in METHODS) + " |")
-                key = f"{poster}_{budget}"
-                for metric in ("pct_correct", "corr_with_long_lr", "ratio_variance", "corpus_ratio"):
-                    if exp == "perturbed" and metric == "corr_with_long_lr":
-                        continue
-                    if exp != "perturbed" and metric == "pct_correct":
-                        continue
-                    lines.append(f"| poster {poster.upper()} {metric} | "
-                                 + " | ".join(_fmt(v) for v in POSTER[metric][key]) + " |")
-                lines.append("")
-    lines += ["## Tried and not adopted", "",
-              ("Rao-Blackwellised (theta-space) weights on the convex path, measured at equal "
-               "token-updates against the rows above: `model_selection_rb_theta.md`."), ""]
-    return "\n".join(lines) + "\n"
 
 
 LABELS = {"lr": "left-to-right (SMC)", "ais": "standard AIS", "geometric_fwd": "ratio geometric",
@@ -747,7 +720,8 @@ LABELS = {"lr": "left-to-right (SMC)", "ais": "standard AIS", "geometric_fwd": "
 
 
 def to_rst(report):
-    """Compact tables for the user guide: ours beside the poster's, per corpus."""
+    """The page of the reproduction's JSON: ours beside the poster's, per corpus and
+    experiment (everything else, the gold runs' diagnostics included, is in the JSON)."""
     out = []
     for corpus in ("nips", "20ng"):
         if corpus not in report:
@@ -792,13 +766,6 @@ def to_rst(report):
                         out.append(f"     - {cell}")
             out.append("")
     return "\n".join(out) + "\n"
-
-
-def _write(report, args):
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / f"{args.out}.json").write_text(json.dumps(report, indent=1, default=float) + "\n")
-    (RESULTS / f"{args.out}.md").write_text(to_markdown(report, args))
-    (RESULTS / f"{args.out}.rst").write_text(to_rst(report))
 
 
 def _synchronize(device):
@@ -858,23 +825,30 @@ def speed_target(args):
              str(args.target_temperatures), "--target-fit-sweeps", str(args.target_fit_sweeps),
              "--model-cache", args.model_cache, "--threads", str(args.threads)]
     rows = {label: _in_tree(tree, child)[0] for label, tree in trees}
-    row = rows["new"]
-    out = {"machine": machine(), "row": row, "rows": rows,
+    out = {"machine": machine(), "row": rows["new"], "rows": rows,
+           "fit_sweeps": args.target_fit_sweeps,
            "commits": {label: _git_commit(tree) for label, tree in trees}}
+    write_results(f"{args.output_name}_target_{device.type}", out, target_report,
+                  directory=args.output_dir)
+
+
+def target_report(out):
+    """The page of :func:`speed_target`'s JSON."""
+    row = out["row"]
+    sweeps = f" ({out['fit_sweeps']} sweeps)" if "fit_sweeps" in out else ""
     head = ("| code | documents | tokens | temperatures | kernel | seconds | token-updates/s | "
             "log-likelihood per token |")
-    lines = [f"# AIS over the whole 20NG test set: {args.target_temperatures} temperatures", "",
+    lines = [f"# AIS over the whole 20NG test set: {row['n_temperatures']} temperatures", "",
              (f"Goals: <= 130 s on one CPU thread, <= 10 s on one H100. Device: "
               f"{row['device_name']} ({row['device']}, {row['threads']} CPU thread(s)); load at "
-              f"start {out['machine']['load_average_at_start']}. K = 50 LDAGibbs "
-              f"({args.target_fit_sweeps} sweeps), one chain, kernel='auto', sigmoid "
-              "schedule; each code in a fresh process."), "", head,
-             "|" + "---|" * (head.count("|") - 1)]
-    for label, r in rows.items():
+              f"start {tuple(out['machine']['load_average_at_start'])}. K = 50 LDAGibbs"
+              f"{sweeps}, one chain, kernel='auto', sigmoid schedule; each code in a fresh "
+              "process."), "", head, "|" + "---|" * (head.count("|") - 1)]
+    for label, r in out["rows"].items():
         lines.append(f"| {label} ({out['commits'][label]}) | {r['n_docs']} | {r['n_tokens']} | "
                      f"{r['n_temperatures']} | {r['kernel']} | {r['seconds']:.1f} | "
                      f"{r['token_updates_per_s'] / 1e6:.2f} M | {r['log_likelihood_per_token']:.4f} |")
-    write_results(f"{args.out}_target_{device.type}", out, "\n".join(lines) + "\n")
+    return "\n".join(lines) + "\n"
 
 
 # ------------------------------------------------------------------------- choosing K
@@ -930,7 +904,7 @@ def choosing_k(args):
     """
     from sktopics.model_selection import make_left_to_right_scorer
 
-    path = RESULTS / "model_selection_choosing_k.json"
+    path = args.output_dir / f"{args.output_name}_choosing_k.json"
     report = json.loads(path.read_text()) if path.exists() else {"rows": {}}
     report["machine"] = machine()
     X_train, X_test = choosing_k_data()
@@ -966,7 +940,7 @@ def choosing_k(args):
                 path.write_text(json.dumps(report, indent=1, default=float) + "\n")
                 print(key, s, row["ais"][str(s)], flush=True)
             path.write_text(json.dumps(report, indent=1, default=float) + "\n")
-    choosing_k_report(report)
+    write_results(path.stem, report, choosing_k_report, directory=args.output_dir)
 
 
 def _ranking(scores):
@@ -991,7 +965,8 @@ def adaptive_ais(runs, tolerance, first, cap):
 
 
 def choosing_k_report(report):
-    """Rankings, biases and costs per rule, relative to the fits' time."""
+    """The page of :func:`choosing_k`'s JSON: rankings, biases and costs per rule,
+    relative to the fits' time."""
     lines = ["# Choosing K with the held-out likelihood scorers", "",
              (f"{report['data']['n_train']} training and {report['data']['n_test']} test "
               f"documents of 20 Newsgroups ({report['data']['test_tokens']} test tokens), "
@@ -1038,7 +1013,7 @@ def choosing_k_report(report):
                 f"{'yes' if _ranking(scores) == _ranking(gold) else 'no'} | "
                 + ", ".join(f"{scores[k] - gold[k]:+.4f}" for k in CK_KS)
                 + f" | {min(ratio):.1f}-{max(ratio):.1f}x |")
-    write_results("model_selection_choosing_k", report, "\n".join(lines) + "\n")
+    return "\n".join(lines) + "\n"
 
 
 # ------------------------------------------------------------------------- ProdLDA scorer
@@ -1075,7 +1050,7 @@ def prodlda_scorer(args):
     from sktopics import ProdLDA
     from sktopics.model_selection import importance_sampling_log_likelihood, make_ais_scorer
 
-    path = RESULTS / "model_selection_prodlda_scorer.json"
+    path = args.output_dir / f"{args.output_name}_prodlda_scorer.json"
     report = json.loads(path.read_text()) if path.exists() else {"rows": {}}
     report["machine"] = machine()
     texts = np.asarray(short_posts(args.ps_docs), dtype=object)
@@ -1111,12 +1086,12 @@ def prodlda_scorer(args):
             print(key, {n: round(v["score"], 4) for n, v in row["is"].items()},
                   row.get("ais_scorer"), row["fit"], flush=True)
     machine_load.__exit__(None, None, None)
-    report["load"], report["load_sentence"] = machine_load.summary(), machine_load.sentence()
-    path.write_text(json.dumps(report, indent=1, default=float) + "\n")
-    prodlda_scorer_report(report)
+    report["load"] = machine_load.summary()
+    write_results(path.stem, report, prodlda_scorer_report, directory=args.output_dir)
 
 
 def prodlda_scorer_report(report):
+    """The page of :func:`prodlda_scorer`'s JSON."""
     lines = ["# ProdLDA: which held-out likelihood scorer, at what cost", "",
              (f"{report['data']['n_docs']} documents of {report['data']['corpus']}, "
               "Pipeline(CountVectorizer(), ProdLDA(K)) with the estimator's defaults, "
@@ -1128,7 +1103,7 @@ def prodlda_scorer_report(report):
               f"{report['machine']['cpu']}, one thread, commit "
               f"{report['machine']['git_commit']}"
               + (" plus the working tree" if report['machine'].get('package_modified') else "")
-              + "."), "", report.get("load_sentence", ""), "",
+              + "."), "", load_sentence(report["load"]) if "load" in report else "", "",
              "| fold | scorer | ranking of K | agrees with reference | score - reference (per K) | cost / fit |",
              "|---|---|---|---|---|---|"]
     for f in sorted({r["fold"] for r in report["rows"].values()}):
@@ -1171,7 +1146,7 @@ def prodlda_scorer_report(report):
                           f"(budget check {e['ais_scorer']['bias']:.4f}) at "
                           f"{e['ais_scorer']['cpu_seconds'] / e['fit']['cpu_seconds']:.1f}x the "
                           "fit" if "ais_scorer" in e else "") + ".")]
-    write_results("model_selection_prodlda_scorer", report, "\n".join(lines) + "\n")
+    return "\n".join(lines) + "\n"
 
 
 # ------------------------------------------------------------------------- criteria
@@ -1225,7 +1200,19 @@ def criteria(args):
            "cv_results": {k: np.asarray(res[k]).tolist() for k in keep}}
     out["cv_results"]["params"] = res["params"]
     display = CriteriaDisplay.from_estimator(search)
-    display.figure_.savefig(RESULTS / "model_selection_criteria.png", dpi=110)
+    display.figure_.savefig(args.output_dir / f"{args.output_name}_criteria.png", dpi=110)
+    write_results(f"{args.output_name}_criteria", out, criteria_report,
+                  directory=args.output_dir)
+
+
+def criteria_report(out):
+    """The page of :func:`criteria`'s JSON."""
+    res = out["cv_results"]
+    ks = res["param_lda__n_components"]
+    n_folds = len([k for k in res if k.startswith("split") and k.endswith("_test_score")])
+    # each criterion's best K, as CriteriaDisplay.best_ picks it: the highest mean
+    best = {m: ks[int(np.nanargmax(np.asarray(res[f"mean_test_{m}"], dtype=float)))]
+            for m in ("score", "coherence", "diversity")}
     head = ("| K | log-likelihood / token | MC s.e. | budget bias | coherence (NPMI) | "
             "diversity | fit s | score s |")
     lines = ["# Choosing K on short posts: what each criterion picks", "",
@@ -1233,21 +1220,30 @@ def criteria(args):
               "LDAGibbs(max_iter=200)), KFold(3, shuffle=True, random_state=0), one thread; "
               "scored by make_criteria_scorer(make_left_to_right_scorer(return_stderr=True), "
               "coherence=make_coherence_scorer(), diversity=make_diversity_scorer()), "
-              f"refit=refit_best. Best by likelihood: {search.best_params_}; total "
-              f"{seconds:.0f} s (machine shared, load at start "
-              f"{out['machine']['load_average_at_start']})."), "", head,
+              f"refit=refit_best. Best by likelihood: {out['best_params']}; total "
+              f"{out['seconds']:.0f} s (machine shared, load at start "
+              f"{tuple(out['machine']['load_average_at_start'])})."), "", head,
              "|" + "---|" * (head.count("|") - 1)]
     for i, k in enumerate(ks):
+        stderr = np.sqrt(np.sum([res[f"split{f}_test_stderr"][i] ** 2
+                                 for f in range(n_folds)])) / n_folds
         lines.append(
-            f"| {k} | {res['mean_test_score'][i]:.4f} | "
-            f"{np.sqrt(np.sum([res[f'split{f}_test_stderr'][i] ** 2 for f in range(3)])) / 3:.4f} | "
+            f"| {k} | {res['mean_test_score'][i]:.4f} | {stderr:.4f} | "
             f"{res['mean_test_bias'][i]:.4f} | {res['mean_test_coherence'][i]:.4f} | "
             f"{res['mean_test_diversity'][i]:.3f} | {res['mean_fit_time'][i]:.1f} | "
             f"{res['mean_score_time'][i]:.1f} |")
-    lines += ["", "Best per criterion: " + ", ".join(f"{m}: K = {v}"
-                                                    for m, v in display.best_.items()),
+    lines += ["", "Best per criterion: " + ", ".join(f"{m}: K = {v}" for m, v in best.items()),
               "", "Warnings during the search: " + ("; ".join(out["warnings"]) or "none")]
-    write_results("model_selection_criteria", out, "\n".join(lines) + "\n")
+    return "\n".join(lines) + "\n"
+
+
+#: ``--report-only``: each mode's results files and the function drawing their page.
+PAGES = {"folds": (["_folds"], folds_report),
+         "criteria": (["_criteria"], criteria_report),
+         "prodlda_scorer": (["_prodlda_scorer"], prodlda_scorer_report),
+         "choosing_k": (["_choosing_k"], choosing_k_report),
+         "speed": (["_speed"], speed_report),
+         "target": (["_target_cpu", "_target_cuda"], target_report)}
 
 
 def main():
@@ -1256,10 +1252,11 @@ def main():
     if args.fold_case is not None:
         fold_case(args)
         return
-    if args.report_only and (args.choosing_k or args.prodlda_scorer):  # rewrite the pages
-        name, report = (("choosing_k", choosing_k_report) if args.choosing_k
-                        else ("prodlda_scorer", prodlda_scorer_report))
-        report(json.loads((RESULTS / f"model_selection_{name}.json").read_text()))
+    if args.report_only:  # redraw the mode's page(s) from the stored results
+        suffixes, report = next((PAGES[mode] for mode in PAGES if getattr(args, mode)),
+                                ([""], to_rst))
+        report_only([args.output_dir / f"{args.output_name}{suffix}.json"
+                     for suffix in suffixes], report)
         return
     if args.folds:
         folds(args)
@@ -1285,19 +1282,17 @@ def main():
     if args.target:
         speed_target(args)
         return
-    if args.report_only:
-        _write(json.loads((RESULTS / f"{args.out}.json").read_text()), args)
-        return
     report = {}
-    if args.update and (RESULTS / f"{args.out}.json").exists():
-        report = json.loads((RESULTS / f"{args.out}.json").read_text())
+    path = args.output_dir / f"{args.output_name}.json"
+    if args.update and path.exists():
+        report = json.loads(path.read_text())
     report.setdefault("machine", {})[args.corpora] = machine()
     t0 = time.perf_counter()
     for corpus in args.corpora.split(","):
         run_corpus(corpus, args, report)
     report.setdefault("seconds", {})[args.corpora] = time.perf_counter() - t0
-    _write(report, args)
-    print(f"total {time.perf_counter() - t0:.0f}s -> {RESULTS / args.out}.json/.md")
+    write_results(args.output_name, report, to_rst, directory=args.output_dir)
+    print(f"total {time.perf_counter() - t0:.0f}s -> {path} and its .rst")
 
 
 if __name__ == "__main__":

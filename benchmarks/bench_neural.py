@@ -9,14 +9,22 @@ Usage::
     python benchmarks/bench_neural.py                 # full run (about 15 min on 2 cores)
     python benchmarks/bench_neural.py --topics 50 --epochs 20 --skip-sklearn   # quick
 
-Writes ``benchmarks/results/neural.json`` and ``neural.md``.
+Writes ``benchmarks/results/neural.{json,rst}`` (``--output-name``, ``--output-dir``;
+``--report-only`` redraws the page from the JSON).
 """
 
 import argparse
 import time
 
 import numpy as np
-from _common import default_data_home, machine, markdown_table, write_results
+from _common import (
+    add_result_arguments,
+    default_data_home,
+    machine,
+    markdown_table,
+    report_only,
+    write_results,
+)
 from sklearn.decomposition import LatentDirichletAllocation
 
 from sktopics import AVITM, ProdLDA
@@ -77,12 +85,14 @@ def main():
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--sklearn-iter", type=int, default=20)
     parser.add_argument("--skip-sklearn", action="store_true")
-    parser.add_argument("--name", default="neural")
     parser.add_argument("--threads", type=int, default=None,
                         help="torch threads for this run (default: torch's own choice)")
     parser.add_argument("--models", nargs="+", default=["prodlda", "prodlda-avitm", "avitm"],
                         choices=["prodlda", "prodlda-avitm", "avitm"])
+    add_result_arguments(parser, "neural")
     args = parser.parse_args()
+    if args.report_only:
+        return report_only([args.output_dir / f"{args.output_name}.json"], report)
     if args.threads:
         import torch
 
@@ -110,17 +120,25 @@ def main():
             rows.append(run_sklearn_lda(n_topics, X, X_test, args.sklearn_iter, args.seed))
             print(rows[-1], flush=True)
 
+    data = {"corpus": "20news_avitm", "n_train": X.shape[0], "n_test": X_test.shape[0],
+            "n_features": X.shape[1]}
+    write_results(args.output_name, {"machine": info, "args": vars(args), "data": data,
+                                     "rows": rows}, report, directory=args.output_dir)
+
+
+def report(out):
+    """The results page of :func:`main`'s JSON."""
+    info, data = out["machine"], out["data"]
     columns = ["model", "K", "epochs", "fit_s", "s_per_epoch_median", "npmi_eps",
                "npmi_zero", "td10", "td25", "score_test"]
     header = (
         f"Measured on {info['cpu']} ({info['cpu_count']} cores, torch {info['torch']}, "
-        f"{info['torch_threads']} threads, GPU: {info['gpu']}); 20news_avitm "
-        f"{X.shape[0]} train / {X_test.shape[0]} test documents, V = {X.shape[1]}; "
+        f"{info['torch_threads']} threads, GPU: {info['gpu']}); {data['corpus']} "
+        f"{data['n_train']} train / {data['n_test']} test documents, V = {data['n_features']}; "
         "NPMI: test set as reference, boolean documents, top 10 words; score_test: "
         "held-out log-likelihood per token from `score` (importance sampling, 64 samples).\n\n"
     )
-    write_results(args.name, {"machine": info, "args": vars(args), "rows": rows},
-                  header + markdown_table(rows, columns))
+    return header + markdown_table(out["rows"], columns)
 
 
 if __name__ == "__main__":

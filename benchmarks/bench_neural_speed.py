@@ -13,18 +13,30 @@ Usage::
     python benchmarks/bench_neural_speed.py                    # about 10 min on 2 cores
     python benchmarks/bench_neural_speed.py --rounds 2 --seeds 0 --quality-epochs 10
 
-Writes ``benchmarks/results/neural_speed_vs_plain.{json,md,rst}`` (speed) and
-``neural_speed_vs_plain_quality.*`` (quality).
+Writes ``benchmarks/results/neural_speed_vs_plain.json`` (every round and fit), and
+from it two pages: ``neural_speed_vs_plain.rst`` (speed and memory) and
+``neural_speed_vs_plain_quality.rst`` (quality); ``--report-only`` redraws them.
 """
 
 import argparse
+import json
 import multiprocessing
 import time
 import warnings
 
 import numpy as np
 import torch
-from _common import MachineLoad, PeakRSS, default_data_home, machine, markdown_table, write_results
+from _common import (
+    MachineLoad,
+    PeakRSS,
+    add_result_arguments,
+    default_data_home,
+    load_sentence,
+    machine,
+    markdown_table,
+    write_report,
+    write_results,
+)
 from _plain_vae import topic_word, train_plain
 
 from sktopics import AVITM, ProdLDA
@@ -95,8 +107,10 @@ def main():
     parser.add_argument("--speed-epochs", type=int, default=6)
     parser.add_argument("--seeds", type=int, nargs="*", default=[0, 1, 2])
     parser.add_argument("--quality-epochs", type=int, default=50)
-    parser.add_argument("--name", default="neural_speed_vs_plain")
+    add_result_arguments(parser, "neural_speed_vs_plain")
     args = parser.parse_args()
+    if args.report_only:
+        return write_pages(args.output_dir / f"{args.output_name}.json")
     torch.set_num_threads(args.threads)
     warnings.simplefilter("ignore", UserWarning)
 
@@ -137,38 +151,64 @@ def main():
                                  "fit_s": seconds, **quality(model, X_test)})
             print(quality_rows[-2:], flush=True)
 
-    means = []
-    for name in args.models:
-        for code in ("plain loop", "sktopics"):
-            rows = [r for r in quality_rows if r["model"] == name and r["code"] == code]
-            if rows:
-                means.append({"model": name, "code": code, "seeds": len(rows),
-                              **{k: float(np.mean([r[k] for r in rows]))
-                                 for k in ("fit_s", "npmi", "td10")}})
     load.__exit__(None, None, None)
-    header = (
+    payload = {"machine": info, "load": load.summary(), "args": vars(args),
+               "data": {"corpus": "20news_avitm", "n_train": X.shape[0],
+                        "n_features": X.shape[1]},
+               "speed": speed_rows, "quality": quality_rows}
+    path = write_results(args.output_name, payload, speed_report, directory=args.output_dir)
+    if quality_rows:
+        write_report(path, quality_report, page=f"{path.stem}_quality")
+
+
+def write_pages(path):
+    """``--report-only``: the speed page and, when the run fitted for quality, the
+    quality page."""
+    write_report(path, speed_report)
+    if json.loads(path.read_text())["quality"]:
+        write_report(path, quality_report, page=f"{path.stem}_quality")
+
+
+def _header(out):
+    info, args, data = out["machine"], out["args"], out["data"]
+    return (
         f"Measured on {info['cpu']} ({info['cpu_count']} cores, torch {info['torch']}, "
-        f"{args.threads} threads), commit {info.get('git_commit')}. {load.sentence()}\n\n"
-        f"20news_avitm {X.shape[0]} documents, V = {X.shape[1]}, K = {args.topics}, batch "
-        f"200. Speed: {args.rounds} alternating rounds of {args.speed_epochs}-epoch fits, "
+        f"{args['threads']} threads), commit {info.get('git_commit')}. "
+        f"{load_sentence(out['load'])}\n\n"
+        f"{data['corpus']} {data['n_train']} documents, V = {data['n_features']}, K = "
+        f"{args['topics']}, batch 200. Speed: {args['rounds']} alternating rounds of "
+        f"{args['speed_epochs']}-epoch fits, "
         "each round's median seconds per epoch (first epoch of each fit left out); the "
         "table gives the median over rounds and the min-max range, and the ratio is "
         "the median of the rounds' ratios. Memory: rise of "
         "the resident set during a one-epoch fit (sampled every 2 ms) over what the process "
         "held before it (after a warm-up fit on 400 documents), next to the CSR "
         "matrix's size. Quality: "
-        f"{args.quality_epochs} epochs, NPMI (test reference, epsilon convention, top 10) "
+        f"{args['quality_epochs']} epochs, NPMI (test reference, epsilon convention, top 10) "
         "and TD@10, mean over seeds.\n\n"
     )
-    payload = {"machine": info, "load": load.summary(), "args": vars(args), "speed": speed_rows,
-               "quality": quality_rows}
-    write_results(args.name, payload, header + markdown_table(
-        speed_rows, ["model", "plain_s_per_epoch", "plain_range", "sktopics_s_per_epoch",
-                     "sktopics_range", "ratio", "ratio_range", "csr_mb", "plain_peak_rise_mb",
-                     "sktopics_peak_rise_mb"]))
-    if means:
-        write_results(args.name + "_quality", payload, header + markdown_table(
-            means, ["model", "code", "seeds", "fit_s", "npmi", "td10"]))
+
+
+def speed_report(out):
+    """The speed and memory page of :func:`main`'s JSON."""
+    return _header(out) + markdown_table(
+        out["speed"], ["model", "plain_s_per_epoch", "plain_range", "sktopics_s_per_epoch",
+                       "sktopics_range", "ratio", "ratio_range", "csr_mb",
+                       "plain_peak_rise_mb", "sktopics_peak_rise_mb"])
+
+
+def quality_report(out):
+    """The quality page of :func:`main`'s JSON: means over the seeds."""
+    rows, means = out["quality"], []
+    for name in dict.fromkeys(r["model"] for r in rows):
+        for code in ("plain loop", "sktopics"):
+            mine = [r for r in rows if r["model"] == name and r["code"] == code]
+            if mine:
+                means.append({"model": name, "code": code, "seeds": len(mine),
+                              **{k: float(np.mean([r[k] for r in mine]))
+                                 for k in ("fit_s", "npmi", "td10")}})
+    return _header(out) + markdown_table(means, ["model", "code", "seeds", "fit_s", "npmi",
+                                                 "td10"])
 
 
 if __name__ == "__main__":

@@ -11,7 +11,8 @@ and the seconds. A second check on a synthetic corpus whose first 40 words occur
 only in the first of 4 shards: the share of the topics' mass on those words after one
 pass over the shards, against a full fit's.
 
-Writes ``benchmarks/results/online.{json,md}``::
+Writes ``benchmarks/results/online.{json,rst}`` (``--report-only`` redraws the page
+from the JSON)::
 
     python benchmarks/bench_online.py [--passes 200] [--epochs 50] [--seeds 0,1,2]
 """
@@ -27,7 +28,17 @@ import numpy as np
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import MachineLoad, default_data_home, machine, markdown_table, write_results  # noqa: E402,E501
+from _common import (  # noqa: E402
+    MachineLoad,
+    add_result_arguments,
+    commit_text,
+    default_data_home,
+    load_sentence,
+    machine,
+    markdown_table,
+    report_only,
+    write_results,
+)
 
 from sktopics import LDAGibbs, ProdLDA  # noqa: E402
 from sktopics.datasets import ShardedCorpus, load_20news_avitm, make_lda_corpus  # noqa: E402
@@ -82,7 +93,10 @@ def main():
     p.add_argument("--epochs", type=int, default=50, help="ProdLDA epochs / passes")
     p.add_argument("--seeds", default="0,1,2")
     p.add_argument("--data-home", default=default_data_home())
+    add_result_arguments(p, "online")
     args = p.parse_args()
+    if args.report_only:
+        return report_only([args.output_dir / f"{args.output_name}.json"], report)
     torch.set_num_threads(1)
     seeds = [int(s) for s in args.seeds.split(",")]
     train = load_20news_avitm(args.data_home, subset="train").data
@@ -111,8 +125,23 @@ def main():
             print(runs[-2], runs[-1], flush=True)
     ratios = _first_shard_words(seeds)
     load.__exit__(None, None, None)
+    gaps = {}
+    for model in ("LDAGibbs", "ProdLDA"):
+        fits = [r for r in runs if r["model"] == model and r["training"] == "fit"]
+        for training in ("random", "ordered"):
+            streamed = [r for r in runs if r["model"] == model and r["training"] == training]
+            gaps[f"{model}, {training} shards"] = statistics.median(
+                s["perplexity"] / f["perplexity"] - 1 for f, s in zip(fits, streamed))
+    write_results(args.output_name, {"machine": machine(), "load": load.summary(),
+                                     "args": vars(args), "runs": runs, "perplexity_gap": gaps,
+                                     "first_shard_mass_ratio": ratios}, report,
+                  directory=args.output_dir)
 
-    table, gaps = [], {}
+
+def report(out):
+    """The results page of :func:`main`'s JSON."""
+    info, args, runs = out["machine"], out["args"], out["runs"]
+    table = []
     for model in ("LDAGibbs", "ProdLDA"):
         for training, label in SHARDINGS.items():
             rows = [r for r in runs if r["model"] == model and r["training"] == training]
@@ -122,35 +151,26 @@ def main():
                     median, low, high = _summary(rows, key)
                     row[key] = f"{median:.4g} ({low:.4g}-{high:.4g})"
             table.append(row)
-            if training != "fit":
-                fits = [r for r in runs if r["model"] == model and r["training"] == "fit"]
-                gaps[f"{model}, {training} shards"] = statistics.median(
-                    s["perplexity"] / f["perplexity"] - 1 for f, s in zip(fits, rows))
-    info = machine()
-    commit = info.get("git_commit") or "unknown"
-    if info.get("package_modified"):
-        commit += " with uncommitted changes to the package"
     lines = ["# Online training over shards against one fit", "",
-             f"Commit {commit}. {load.sentence()}", "",
+             f"Commit {commit_text(info)}. {load_sentence(out['load'])}", "",
              f"Machine: {info['cpu']}, one torch thread. AVITM 20 Newsgroups (11,258 "
              f"training documents in 5 shards, 7,487 test documents), K = 50; LDAGibbs "
-             f"{args.passes} sweeps or passes, ProdLDA {args.epochs} epochs or passes; "
-             f"seeds {args.seeds}: median (min-max). The training set comes grouped by "
+             f"{args['passes']} sweeps or passes, ProdLDA {args['epochs']} epochs or passes; "
+             f"seeds {args['seeds']}: median (min-max). The training set comes grouped by "
              "newsgroup: shards cut in corpus order hold a few newsgroups each, random "
              "shards (the documents shuffled first) are samples of the whole corpus.", "",
              markdown_table(table, ["model", "training", "perplexity", "npmi", "seconds",
                                     "alpha_sum", "beta"]),
              "Held-out perplexity of the streamed fit over the full fit's (median of the "
-             "seeds' ratios): " + ", ".join(f"{m} {100 * g:+.1f} %" for m, g in gaps.items())
+             "seeds' ratios): " + ", ".join(f"{m} {100 * g:+.1f} %"
+                                            for m, g in out["perplexity_gap"].items())
              + ".", "",
              "Synthetic corpus (2,000 documents, 400 words, K = 10) whose first 40 words occur "
              "only in the first of 4 shards: their mass in the topics after one pass of "
              "partial_fit, over a 200-sweep fit's: "
-             + ", ".join(f"{r:.3f}" for r in ratios) + " (goal: at least 0.5).", ""]
-    write_results("online", {"machine": info, "load": load.summary(), "args": vars(args),
-                             "runs": runs, "perplexity_gap": gaps,
-                             "first_shard_mass_ratio": ratios},
-                  "\n".join(lines) + "\n")
+             + ", ".join(f"{r:.3f}" for r in out["first_shard_mass_ratio"])
+             + " (goal: at least 0.5).", ""]
+    return "\n".join(lines) + "\n"
 
 
 if __name__ == "__main__":

@@ -14,15 +14,19 @@ words. For MoLDA the coherence is also reported per component (coarse / fine).
 
 PAMVI is trained in chunks of ``--chunk`` epochs (warm start), the test NPMI being
 measured after each chunk outside the timed region, to report when it first
-reaches tomotopy's NPMI.
+reaches tomotopy's NPMI. ``--seeds`` repeats every fit with each seed (a row per
+seed).
 
 Usage::
 
     python benchmarks/bench_pam.py                     # 20NG, 50 sub / 2 super (Table 1)
-    python benchmarks/bench_pam.py --settings small large --datasets 20ng nips
+    python benchmarks/bench_pam.py --settings small large --datasets 20ng nips --seeds 0 1 2
     python benchmarks/bench_pam.py --epochs 40 --tomotopy-iters 200
 
-Writes ``benchmarks/results/pam.json`` and ``benchmarks/results/pam.md``.
+Writes ``benchmarks/results/pam.{json,rst}`` (``--output-name``, ``--output-dir``);
+``--merge`` gathers the results of several runs into one file, a row per (data,
+setting, seed, model) and each run's arguments; ``--report-only`` redraws the page
+from the JSON.
 """
 
 import argparse
@@ -36,14 +40,23 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from _common import MachineLoad, default_data_home, doc_words, machine
+from _common import (
+    MachineLoad,
+    add_result_arguments,
+    commit_text,
+    default_data_home,
+    doc_words,
+    load_sentence,
+    machine,
+    report_only,
+    write_results,
+)
 
 import sktopics
 from sktopics import PAMVI, MoLDA
 from sktopics.metrics import npmi_coherence, topic_diversity
 
 DATA_HOME = default_data_home()
-RESULTS = Path(__file__).resolve().parent / "results"
 
 #: (label, sub-topics, super-topics, super-duper-topics, MoLDA components), per the paper.
 SETTINGS = {
@@ -99,7 +112,7 @@ def run_neural(name, make, X, X_test, epochs, chunk, dataset, setting, target=No
     seconds, trace = 0.0, []
     done = 0
     while done < epochs:
-        model.max_iter = min(chunk, epochs - done)
+        model.set_params(max_iter=min(chunk, epochs - done))
         start = time.perf_counter()
         model.fit(X)
         seconds += time.perf_counter() - start
@@ -168,24 +181,22 @@ def main(argv=None):
                              "shared, oversubscribed 2-core machine")
     parser.add_argument("--tomotopy-workers", type=int, default=1)
     parser.add_argument("--learning-rate", type=float, default=None)
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0],
+                        help="one fit of every model per seed")
     parser.add_argument("--dropout", type=float, default=None)
     parser.add_argument("--batch-size", type=int, default=None,
                         help="default: the paper's (200 on 20NG, 50 on NIPS)")
-    parser.add_argument("--out", default=str(RESULTS / "pam"))
     parser.add_argument("--merge", nargs="+", default=None, metavar="JSON",
-                        help="only merge the results of earlier runs into --out")
-    parser.add_argument("--note", default="", help="a sentence added to the markdown")
+                        help="only merge the results of earlier runs into one file")
+    parser.add_argument("--note", default="", help="a sentence added to the page")
+    add_result_arguments(parser, "pam")
     args = parser.parse_args(argv)
+    if args.report_only:
+        return report_only([args.output_dir / f"{args.output_name}.json"], report)
     if args.merge:
-        runs = [json.loads(Path(path).read_text()) for path in args.merge]
-        header = dict(runs[0]["header"], args=[run["header"]["args"] for run in runs],
-                      note=args.note)
-        results = [r for run in runs for r in run["results"]]
-        out = Path(args.out)
-        out.with_suffix(".json").write_text(json.dumps(dict(header=header, results=results),
-                                                       indent=1))
-        out.with_suffix(".md").write_text(markdown(header, results))
+        write_results(args.output_name, merge([json.loads(Path(path).read_text())
+                                               for path in args.merge], args.note), report,
+                      directory=args.output_dir)
         return 0
     torch.set_num_threads(args.threads)
 
@@ -196,7 +207,7 @@ def main(argv=None):
         machine=f"{info['cpu']}, {os.cpu_count()} CPU cores, no GPU"
         if not torch.cuda.is_available() else torch.cuda.get_device_name(0),
         python=platform.python_version(), torch=torch.__version__,
-        sktopics=sktopics.__version__, commit=info.get("git_commit"),
+        sktopics=sktopics.__version__, commit=commit_text(info),
         torch_threads=torch.get_num_threads(), args=vars(args),
     )
     machine_load = MachineLoad().__enter__()
@@ -206,56 +217,101 @@ def main(argv=None):
         batch = args.batch_size or batch
         print(f"{dataset}: train {X.shape}, test {X_test.shape}", flush=True)
         for setting in args.settings:
-            cfg = SETTINGS[setting]
-            print(f"[{dataset} / {setting}] {cfg}", flush=True)
-            common = dict(batch_size=batch, device="auto", random_state=args.seed)
-            if args.learning_rate is not None:
-                common["learning_rate"] = args.learning_rate
-            if args.dropout is not None:
-                common["dropout"] = args.dropout
-            target = None
-            if "tomotopy" in args.models:
-                res = run_tomotopy(X, X_test, vocab, cfg["k_super"], cfg["k_sub"],
-                                   args.tomotopy_iters, args.seed, dataset, setting,
-                                   args.tomotopy_workers)
-                results.append(res)
-                target = res["npmi_eps"]
-            neural = {
-                "4pam": (f"PAMVI 4-PAM ({cfg['k_super']}/{cfg['k_sub']})",
-                         lambda **kw: PAMVI((cfg["k_super"], cfg["k_sub"]), **common, **kw)),
-                "4pam-l2": (f"PAMVI 4-PAM l2 ({cfg['k_super']}/{cfg['k_sub']})",
-                            lambda **kw: PAMVI((cfg["k_super"], cfg["k_sub"]),
-                                               logvar_norm="l2", **common, **kw)),
-                "5pam": (f"PAMVI 5-PAM ({cfg['k_duper']}/{cfg['k_super']}/{cfg['k_sub']})",
-                         lambda **kw: PAMVI((cfg["k_duper"], cfg["k_super"], cfg["k_sub"]),
-                                            **common, **kw)),
-                "molda": (f"MoLDA{cfg['molda']}",
-                          lambda **kw: MoLDA(cfg["molda"], **common, **kw)),
-            }
-            for key in args.models:
-                if key in neural:
-                    name, make = neural[key]
-                    res, _ = run_neural(name, make, X, X_test, args.epochs, args.chunk,
-                                        dataset, setting, target)
-                    results.append(res)
+            for seed in args.seeds:
+                results += run_setting(args, dataset, setting, seed, X, X_test, vocab, batch)
 
     machine_load.__exit__(None, None, None)
-    header.update(load=machine_load.summary(), load_sentence=machine_load.sentence())
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.with_suffix(".json").write_text(json.dumps(dict(header=header, results=results), indent=1))
-    out.with_suffix(".md").write_text(markdown(header, results))
-    print(f"wrote {out.with_suffix('.json')} and {out.with_suffix('.md')}")
+    header.update(load=machine_load.summary())
+    write_results(args.output_name, dict(header=header, results=results), report,
+                  directory=args.output_dir)
 
 
-def markdown(header, results):
+def run_setting(args, dataset, setting, seed, X, X_test, vocab, batch):
+    """The rows of every model of ``args.models`` at one (data, setting, seed)."""
+    cfg = SETTINGS[setting]
+    print(f"[{dataset} / {setting} / seed {seed}] {cfg}", flush=True)
+    common = dict(batch_size=batch, device="auto", random_state=seed)
+    if args.learning_rate is not None:
+        common["learning_rate"] = args.learning_rate
+    if args.dropout is not None:
+        common["dropout"] = args.dropout
+    results, target = [], None
+    if "tomotopy" in args.models:
+        res = run_tomotopy(X, X_test, vocab, cfg["k_super"], cfg["k_sub"],
+                           args.tomotopy_iters, seed, dataset, setting, args.tomotopy_workers)
+        results.append(res)
+        target = res["npmi_eps"]
+    neural = {
+        "4pam": (f"PAMVI 4-PAM ({cfg['k_super']}/{cfg['k_sub']})",
+                 lambda **kw: PAMVI((cfg["k_super"], cfg["k_sub"]), **common, **kw)),
+        "4pam-l2": (f"PAMVI 4-PAM l2 ({cfg['k_super']}/{cfg['k_sub']})",
+                    lambda **kw: PAMVI((cfg["k_super"], cfg["k_sub"]),
+                                       logvar_norm="l2", **common, **kw)),
+        "5pam": (f"PAMVI 5-PAM ({cfg['k_duper']}/{cfg['k_super']}/{cfg['k_sub']})",
+                 lambda **kw: PAMVI((cfg["k_duper"], cfg["k_super"], cfg["k_sub"]),
+                                    **common, **kw)),
+        "molda": (f"MoLDA{cfg['molda']}",
+                  lambda **kw: MoLDA(cfg["molda"], **common, **kw)),
+    }
+    for key in args.models:
+        if key in neural:
+            name, make = neural[key]
+            res, _ = run_neural(name, make, X, X_test, args.epochs, args.chunk,
+                                dataset, setting, target)
+            results.append(res)
+    for res in results:
+        res["seed"] = seed
+    return results
+
+
+def merge(runs, note=""):
+    """One results file of several runs: the first run's header with every run's
+    arguments and date, the rows of all (each with its run's seed)."""
+    header = dict(runs[0]["header"], note=note,
+                  args=[arg for run in runs for arg in _as_list(run["header"]["args"])],
+                  dates=[date for run in runs for date in _as_list(run["header"].get(
+                      "dates", run["header"]["date"]))])
+    results = []
+    for run in runs:
+        seed = _as_list(run["header"]["args"])[0].get("seed", 0)
+        results += [{"seed": seed, **row} for row in run["results"]]
+    return dict(header=header, results=results)
+
+
+def _as_list(value):
+    return value if isinstance(value, list) else [value]
+
+
+def report(payload):
+    """The results page of :func:`main`'s (or :func:`merge`'s) JSON."""
+    header, results = payload["header"], payload["results"]
+    runs = _as_list(header["args"])
+    dates = _as_list(header.get("dates", header["date"]))
+    if "load" in header:
+        load = " " + load_sentence(header["load"])
+    else:
+        load = f" {header['load_sentence']}" if header.get("load_sentence") else ""
+    commit = f", commit {header['commit']}" if header.get("commit") else ""
+    # where the files went and how the run was called are not settings of the benchmark
+    hidden = ("out", "merge", "output_name", "output_dir", "report_only")
+    if len(runs) == 1:
+        arguments = ("Arguments: `"
+                     + json.dumps({k: v for k, v in runs[0].items() if k not in hidden}) + "`.")
+    else:  # the arguments the runs share, then each run's own and its note
+        keys = [k for k in dict.fromkeys(k for a in runs for k in a)
+                if k not in hidden + ("note",)]
+        common = {k: runs[0].get(k) for k in keys if all(a.get(k) == runs[0].get(k)
+                                                          for a in runs)}
+        arguments = f"{len(runs)} runs, with the arguments `{json.dumps(common)}` and: " + "; ".join(
+            f"({i + 1}) {date}, `{json.dumps({k: a.get(k) for k in keys if k not in common})}`"
+            + (f", {a['note'].rstrip('.')}" if a.get("note") else "")
+            for i, (date, a) in enumerate(zip(dates, runs))) + "."
     lines = [
         "# PAMVI / MoLDA vs tomotopy PAModel",
         "",
-        f"*measured on {header['machine']}*, {header['date']}; Python {header['python']}, "
+        f"*measured on {header['machine']}*, {dates[0]}; Python {header['python']}, "
         f"torch {header['torch']} ({header['torch_threads']} threads), sktopics "
-        f"{header['sktopics']}, commit {header.get('commit')}. "
-        f"{header.get('load_sentence', '')} Arguments: `{json.dumps(header['args'])}`.",
+        f"{header['sktopics']}{commit}.{load} {arguments}",
         "",
         "NPMI: top 10 words, boolean-document counts over the **test split**; "
         "`eps` = gensim convention (never co-occurring pair ~ -1), `zero` = Lau/Scholar "
@@ -263,8 +319,9 @@ def markdown(header, results):
         "Seconds: `fit` / `train` only; the models of one run are trained in the same "
         "process, one after the other. " + header.get("note", ""),
         "",
-        "| data | setting | model | NPMI eps | NPMI zero | TD | fit s | epochs/iters | s to tomotopy NPMI | paper |",
-        "|---|---|---|---:|---:|---:|---:|---:|---:|---|",
+        "| data | setting | seed | model | NPMI eps | NPMI zero | TD | fit s | epochs/iters | "
+        "s to tomotopy NPMI | paper |",
+        "|---|---|---:|---|---:|---:|---:|---:|---:|---:|---|",
     ]
     for r in results:
         paper_key = ("4-PAM Gibbs" if r["model"].startswith("tomotopy") else
@@ -277,8 +334,9 @@ def markdown(header, results):
         if "per_component_npmi_eps" in r:
             model += " (per component eps: " + " / ".join(
                 f"{v:.3f}" for v in r["per_component_npmi_eps"]) + ")"
+        seed = r.get("seed", runs[0].get("seed", 0))
         lines.append(
-            f"| {r['dataset']} | {r['setting']} | {model} | {r['npmi_eps']:.3f} | "
+            f"| {r['dataset']} | {r['setting']} | {seed} | {model} | {r['npmi_eps']:.3f} | "
             f"{r['npmi_zero']:.3f} | {r['td']:.2f} | {r['fit_seconds']:.1f} | "
             f"{r['iterations']} | {reach} | {paper} |"
         )

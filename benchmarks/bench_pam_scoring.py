@@ -9,7 +9,8 @@ approximate, at several budgets. All estimates are stochastic lower bounds in lo
 
 Run on a quiet machine (the seconds are reported):
 ``python benchmarks/bench_pam_scoring.py``. Results:
-``benchmarks/results/pam_scoring.{json,md}``.
+``benchmarks/results/pam_scoring.{json,rst}`` (``--report-only`` redraws the page from
+the JSON).
 """
 
 import argparse
@@ -21,7 +22,7 @@ import numpy as np
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import load_pam_corpus, machine, write_results
+from _common import add_result_arguments, load_pam_corpus, machine, report_only, write_results
 
 from sktopics import PAMVI
 from sktopics.model_selection import ais_log_likelihood, left_to_right_log_likelihood
@@ -34,7 +35,7 @@ def parse():
     p.add_argument("--epochs", type=int, default=10)
     p.add_argument("--docs", type=int, default=100)
     p.add_argument("--threads", type=int, default=1)
-    p.add_argument("--out", default="pam_scoring")
+    add_result_arguments(p, "pam_scoring")
     return p.parse_args()
 
 
@@ -50,6 +51,8 @@ def cases(n_paths):
 
 def main():
     args = parse()
+    if args.report_only:
+        return report_only([args.output_dir / f"{args.output_name}.json"], report)
     torch.set_num_threads(args.threads)
     _, _, X, X_test = load_pam_corpus("20ng")
     keep = np.flatnonzero(np.asarray(X_test.sum(1)).ravel() > 0)
@@ -77,15 +80,16 @@ def main():
                    "token_updates_per_s": res.n_token_updates / s}
             out["rows"].append(row)
             print(row, flush=True)
-    write(out)
+    write_results(args.output_name, out, report, directory=args.output_dir)
 
 
-def write(out):
+def report(out):
+    """The results page of :func:`main`'s JSON."""
     lines = [
         "# PAMVI held-out likelihood: left-to-right over paths and path AIS",
         "",
         (f"Machine: {out['machine']['cpu']}, {out['args']['threads']} torch thread(s), load at "
-         f"start {out['machine']['load_average_at_start']}. 20 Newsgroups, "
+         f"start {tuple(out['machine']['load_average_at_start'])}. 20 Newsgroups, "
          f"{out['args']['docs']} test documents ({int(out['n_tokens'])} tokens); PAMVI fitted "
          f"{out['args']['epochs']} epochs (batch 64 for 2 super-topics, 200 otherwise). Both "
          "estimators score the model under the Dirichlets its Laplace priors approximate; "
@@ -104,7 +108,7 @@ def write(out):
             f"| {r['structure'][0]}/{r['structure'][1]} | {r['paths']} | {r['method']} | {budget} | "
             f"{r['per_token']:.4f} | {r['stderr_per_token']:.4f} | {r['seconds']:.1f} | "
             f"{r['documents_per_s']:.1f} | {r['token_updates_per_s'] / 1e3:.0f} k |")
-    write_results(out["args"]["out"], out, "\n".join(lines) + "\n")
+    return "\n".join(lines) + "\n"
 
 
 if __name__ == "__main__":

@@ -16,9 +16,9 @@ Two sections, each case in a fresh process, peak resident memory sampled by
     LDAGibbs and ProdLDA (K = 20) fitted on 5,000 of them. The goal: the rise of the
     peak is at most 1.5 times the CSR matrix plus the output.
 
-Writes ``benchmarks/results/streaming.{json,md}``; a section not run keeps its rows
+Writes ``benchmarks/results/streaming.{json,rst}``; a section not run keeps its rows
 from the previous results file, each section with the commit and machine load it
-ran at::
+ran at (``--report-only`` redraws the page from the JSON)::
 
     python benchmarks/bench_streaming.py [--chunks 4,40] [--sections stream,evaluation]
 """
@@ -30,7 +30,16 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import RESULTS, MachineLoad, machine, markdown_table, write_results  # noqa: E402
+from _common import (  # noqa: E402
+    MachineLoad,
+    add_result_arguments,
+    commit_text,
+    load_sentence,
+    machine,
+    markdown_table,
+    report_only,
+    write_results,
+)
 
 CHILD = r'''
 import gc, json, sys, time
@@ -92,10 +101,10 @@ def _run(*args, env=None):
     return row
 
 
-def _previous():
+def _previous(path):
     """The previous results, so that a section not run now keeps its rows."""
     try:
-        with open(os.path.join(RESULTS, "streaming.json")) as f:
+        with open(path) as f:
             return json.load(f)
     except (OSError, ValueError):
         return {}
@@ -103,22 +112,24 @@ def _previous():
 
 def _ran_at(section):
     """Where a section's rows come from: its commit and the machine's load."""
-    commit = section["machine"].get("git_commit") or "unknown"
-    if section["machine"].get("package_modified"):
-        commit += " with uncommitted changes to the package"
-    load = section.get("load_sentence", "The machine's load was not recorded.")
-    return f"Commit {commit}. {load}"
+    load = (load_sentence(section["load"]) if "load" in section
+            else "The machine's load was not recorded.")
+    return f"Commit {commit_text(section['machine'])}. {load}"
 
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--chunks", default="4,40", help="numbers of 50,000-document chunks")
     p.add_argument("--sections", default="stream,evaluation")
+    add_result_arguments(p, "streaming")
     args = p.parse_args()
+    path = args.output_dir / f"{args.output_name}.json"
+    if args.report_only:
+        return report_only([path], report)
     sections = args.sections.split(",")
     info = machine()
     payload = {"machine": info}
-    previous = _previous()
+    previous = _previous(path)
     for name in ("stream", "evaluation"):
         if name not in sections:
             old = previous.get(name)
@@ -142,8 +153,13 @@ def main():
                 result = {"rows": [_run("evaluation", model, call)
                                    for model in ("LDAGibbs", "ProdLDA")
                                    for call in ("transform", "score")]}
-        payload[name] = {**result, "machine": info, "load": load.summary(),
-                         "load_sentence": load.sentence()}
+        payload[name] = {**result, "machine": info, "load": load.summary()}
+    write_results(args.output_name, payload, report, directory=args.output_dir)
+
+
+def report(payload):
+    """The results page of :func:`main`'s JSON."""
+    info = payload["machine"]
 
     lines = ["# Peak memory of streaming training and of evaluation", "",
              f"Machine: {info['cpu']}, one torch thread; each case in a fresh "
@@ -168,7 +184,7 @@ def main():
                   "(goal: at most 1.5).", "",
                   markdown_table(evaluation["rows"], ["model", "call", "seconds", "csr_mb",
                                                       "output_mb", "peak_rise_mb", "ratio"])]
-    write_results("streaming", payload, "\n".join(lines) + "\n")
+    return "\n".join(lines) + "\n"
 
 
 if __name__ == "__main__":

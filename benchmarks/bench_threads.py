@@ -4,7 +4,8 @@ Times ``LDAGibbs`` (K = 20, 100 sweeps, and ``transform`` and ``score`` of the t
 set) and ``ProdLDA`` (K = 50, 5 epochs) on 20 Newsgroups with 1 thread and with every
 core, on the idle machine and with one busy process per ``--load`` (a pure-Python loop,
 like a notebook's neighbour), each measurement in a fresh process, alternating.
-Writes ``benchmarks/results/threads.{json,md}``.
+Writes ``benchmarks/results/threads.{json,rst}`` (``--report-only`` redraws the page
+from the JSON).
 """
 
 import argparse
@@ -15,7 +16,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import default_data_home, machine, write_results
+from _common import add_result_arguments, default_data_home, machine, report_only, write_results
 
 CHILD = r'''
 import json, sys, time, numpy as np, torch
@@ -48,7 +49,10 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--repeats", type=int, default=2)
     p.add_argument("--load", type=int, default=1, help="busy processes in the loaded case")
+    add_result_arguments(p, "threads")
     args = p.parse_args()
+    if args.report_only:
+        return report_only([args.output_dir / f"{args.output_name}.json"], report)
     data = default_data_home()
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     rows = []
@@ -66,14 +70,22 @@ def main():
         finally:
             for b in busy:
                 b.kill()
-    lines = ["# Torch threads, idle and loaded (20 Newsgroups)", "",
-             (f"Machine: {machine()['cpu']}, {cores} cores; 'loaded': {args.load} busy "
-              "pure-Python process(es) beside the run. LDAGibbs K = 20, 100 sweeps (fit), "
-              "transform and score of 2,000 test documents; ProdLDA K = 50, 5 epochs. "
-              f"Median of {args.repeats} runs, each in a fresh process."), "",
-             "| machine | model | n_jobs | fit s | transform s | score s |", "|---|---|---|---|---|---|"]
+    write_results(args.output_name, {"machine": machine(), "args": vars(args), "rows": rows},
+                  report, directory=args.output_dir)
+
+
+def report(out):
+    """The results page of :func:`main`'s JSON."""
     import numpy as np
 
+    rows, args = out["rows"], out["args"]
+    cores = max(r["n_jobs"] for r in rows)  # every core: the larger n_jobs
+    lines = ["# Torch threads, idle and loaded (20 Newsgroups)", "",
+             (f"Machine: {out['machine']['cpu']}, {cores} cores; 'loaded': {args['load']} busy "
+              "pure-Python process(es) beside the run. LDAGibbs K = 20, 100 sweeps (fit), "
+              "transform and score of 2,000 test documents; ProdLDA K = 50, 5 epochs. "
+              f"Median of {args['repeats']} runs, each in a fresh process."), "",
+             "| machine | model | n_jobs | fit s | transform s | score s |", "|---|---|---|---|---|---|"]
     for condition in ("idle", "loaded"):
         for model in ("gibbs", "prodlda"):
             for n_jobs in (1, cores):
@@ -84,7 +96,7 @@ def main():
                 lines.append(f"| {condition} | {model} | {n_jobs} | {med['fit_s']:.2f} | "
                              f"{med.get('transform_s', float('nan')):.2f} | "
                              f"{med.get('score_s', float('nan')):.2f} |")
-    write_results("threads", {"machine": machine(), "rows": rows}, "\n".join(lines) + "\n")
+    return "\n".join(lines) + "\n"
 
 
 if __name__ == "__main__":
