@@ -7,7 +7,8 @@ uniforms, the fused kernel's calls alone (the uniforms drawn beforehand), the re
 the kernel alone at other tile sizes and warp counts, and the sweep inside a fit (timed
 as the GPU kit times it, with a profile by operation). On the GPU kit's corpus
 (``COPIES=16`` stacked training sets); on a machine without CUDA it times the CPU's
-eager sweep instead, as a check of the script (``COPIES=1 REPEATS=2``). Its results:
+sweep instead, as a check of the script (``COPIES=1 REPEATS=2``, which
+``SKTOPICS_RESEARCH_TINY=1`` sets, with K = 50 alone unless K are given). Its results:
 ``research/results/gibbs_gpu_sweep_split.json``.
 
 Usage: ``python research/gibbs_gpu_sweep_split.py DATA_HOME OUT.json [K ...]``
@@ -29,12 +30,15 @@ from sktopics._gibbs._state import GibbsCorpus, GibbsState, default_chunk
 from sktopics._random import stream_key
 from sktopics.datasets import load_20news_avitm
 
-REPEATS = int(os.environ.get("REPEATS", 10))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _tiny import TINY  # noqa: E402
+
+REPEATS = int(os.environ.get("REPEATS", 2 if TINY else 10))
 data_home, out = sys.argv[1], sys.argv[2]
-topics = [int(k) for k in sys.argv[3:]] or [50, 1024]
+topics = [int(k) for k in sys.argv[3:]] or ([50] if TINY else [50, 1024])
 device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
 # The GPU kit's corpus: the training set stacked COPIES times (16: 15.9 M tokens).
-COPIES = int(os.environ.get("COPIES", 16))
+COPIES = int(os.environ.get("COPIES", 1 if TINY else 16))
 X = sp.vstack([load_20news_avitm(data_home, subset="train").data.astype(np.float64)] * COPIES)
 corpus = GibbsCorpus(X.tocsr(), device)
 beta = 0.01

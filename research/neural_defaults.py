@@ -22,11 +22,13 @@ Usage::
 
     python research/neural_defaults.py                      # the whole grid (hours)
     python research/neural_defaults.py --corpora 20ng bbc --topics 50 --seeds 0
+    SKTOPICS_RESEARCH_TINY=1 python research/neural_defaults.py   # a check, seconds
 
-A study, not a benchmark: it chose the defaults once, and its results are the record
-of that choice. Writes ``research/results/<name>.{json,md,rst,png}`` and the mean ranks,
-``<name>_ranks.{json,md,rst}``, after every fit (``--plot-only`` redraws the figure
-and the ranks from the JSON).
+A study, not a benchmark: it chose the defaults once, and the neural guide records
+that choice. Writes ``research/results/<name>.{json,rst,png}`` and the mean ranks,
+``<name>_ranks.{json,rst}``, after every fit (``--plot-only`` redraws the figure
+and the ranks from the JSON). The tiny mode (``_tiny.py``) fits every ProdLDA
+candidate for one epoch on 300 BBC News documents, K = 5, and writes elsewhere.
 """
 
 import argparse
@@ -42,7 +44,6 @@ import torch
 from sklearn.feature_extraction.text import CountVectorizer
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))  # _common
-import _common  # noqa: E402
 from _common import default_data_home, machine, markdown_table, write_results  # noqa: E402
 from sklearn.decomposition import LatentDirichletAllocation  # noqa: E402
 
@@ -54,8 +55,7 @@ from sktopics.metrics import npmi_coherence, topic_diversity  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import short_texts  # noqa: E402
-
-_common.RESULTS = Path(__file__).resolve().parent / "results"  # research/results
+from _tiny import TINY, results_dir  # noqa: E402
 
 #: How each model is built for K topics (PAMVI: 2 super-topics over K sub-topics).
 #: LDAGibbs and scikit-learn's LDA are references, fitted at their defaults.
@@ -200,10 +200,11 @@ def mean_ranks(rows):
             for (model, c), v in sorted(ranks.items(), key=lambda kv: np.mean(kv[1]))]
 
 
-def write_ranks(name, rows):
+def write_ranks(name, rows, directory):
     ranks = mean_ranks(rows)
     write_results(name + "_ranks", {"rows": ranks}, markdown_table(ranks, [
-        "model", "candidate", "mean_rank", "cells", "best_npmi", "best_td10", "best_loglik"]))
+        "model", "candidate", "mean_rank", "cells", "best_npmi", "best_td10", "best_loglik"]),
+        directory=directory)
 
 
 def plot(rows, path):
@@ -263,11 +264,14 @@ def main():
     parser.add_argument("--plot-only", action="store_true",
                         help="redraw results/<name>.png from results/<name>.json")
     args = parser.parse_args()
-    figure = Path(__file__).resolve().parent / "results" / f"{args.name}.png"
+    if TINY:
+        args.corpora, args.topics, args.seeds, args.max_iter = ["bbc"], [5], [0], 1
+    results = results_dir()
+    figure = results / f"{args.name}.png"
     if args.plot_only:
         rows = json.loads(figure.with_suffix(".json").read_text())["rows"]
         plot(rows, figure)
-        write_ranks(args.name, rows)
+        write_ranks(args.name, rows, results)
         return
     torch.set_num_threads(args.threads)
     warnings.simplefilter("ignore", UserWarning)
@@ -284,7 +288,8 @@ def main():
         "free bits floored a latent dimension (0: the fit is the one without free bits, "
         "bit for bit); means over seeds.\n\n"
     )
-    corpora = {name: load(name, args.data_home) for name in args.corpora}
+    corpora = {name: tuple(X[:300] if TINY else X for X in load(name, args.data_home))
+               for name in args.corpora}
     for k in args.topics:
         for corpus, (X, X_test) in corpora.items():
             for seed in args.seeds:
@@ -292,10 +297,12 @@ def main():
                     for candidate in args.candidates or CANDIDATES[model_name]:
                         if candidate not in CANDIDATES[model_name]:
                             continue
-                        params = CANDIDATES[model_name][candidate]
+                        params = {"max_iter": args.max_iter,
+                                  **CANDIDATES[model_name][candidate]}
+                        if TINY:
+                            params["max_iter"] = 1
                         model = ESTIMATORS[model_name](
-                            k, random_state=seed, device="cpu", n_jobs=args.threads,
-                            **{"max_iter": args.max_iter, **params})
+                            k, random_state=seed, device="cpu", n_jobs=args.threads, **params)
                         counter = _modules.gaussian_kl = FloorCounter()
                         start = time.perf_counter()
                         model.fit(X)
@@ -313,8 +320,9 @@ def main():
                                       header + markdown_table(summarise(rows), [
                                           "model", "corpus", "K", "candidate", "seeds",
                                           "npmi", "td10", "loglik", "largest_share",
-                                          "floored_steps", "fit_s"]))
-                        write_ranks(args.name, rows)
+                                          "floored_steps", "fit_s"]),
+                                      directory=results)
+                        write_ranks(args.name, rows, results)
                         plot(rows, figure)
 
 

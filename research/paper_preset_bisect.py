@@ -21,9 +21,12 @@ Usage::
 
     python research/paper_preset_bisect.py parity
     python research/paper_preset_bisect.py quality --corpora 20ng nyt --seeds 0 1 2
+    SKTOPICS_RESEARCH_TINY=1 python research/paper_preset_bisect.py parity   # a check
 
-Writes ``research/results/<name>.{json,md}``. Ran at the commits named in the results'
-headers (see research/README.md).
+Writes ``research/results/<name>.{json,rst}`` (research/README.md says what the runs
+found). The tiny mode (``_tiny.py``) runs one epoch on 600 20 Newsgroups documents
+(``parity``) or on 300 BBC News documents with seed 0 (``quality``), and writes
+elsewhere.
 """
 
 import argparse
@@ -41,7 +44,6 @@ from skorch.callbacks import Callback
 from torch import nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-import _common  # noqa: E402
 from _common import default_data_home, machine, markdown_table, write_results  # noqa: E402
 from _plain_vae import PAPER, PlainVAE, topic_word, train_plain  # noqa: E402
 
@@ -53,9 +55,9 @@ from sktopics.datasets import load_20news_avitm  # noqa: E402
 from sktopics.metrics import npmi_coherence, topic_diversity  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _tiny import TINY, results_dir  # noqa: E402
 from neural_defaults import load  # noqa: E402
 
-_common.RESULTS = Path(__file__).resolve().parent / "results"
 ESTIMATORS = {"ProdLDA": ProdLDA, "AVITM": AVITM}
 
 
@@ -200,25 +202,30 @@ def main():
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--name", default=None)
     args = parser.parse_args()
+    if TINY:
+        args.corpora, args.seeds, args.epochs = ["bbc"], [0], 1
+        args.codes = ["plain", "plain_glorot", "sktopics", "sktopics_torch_init",
+                      "sktopics_glorot_init"]
+    results = results_dir()
     torch.set_num_threads(args.threads)
     warnings.simplefilter("ignore", UserWarning)
     info = machine()
     name = args.name or f"paper_preset_{args.part}"
     if args.part == "parity":
         X = load_20news_avitm(args.data_home, subset="train").data.astype(np.float32)
-        rows = [parity(m, X) for m in args.models]
+        rows = [parity(m, X[:600], epochs=1) if TINY else parity(m, X) for m in args.models]
         write_results(name, {"machine": info, "rows": rows},
                       f"Commit {info.get('git_commit')}, 20news_avitm, K = 50, the paper's "
                       "settings, seed 0, 3 epochs: the estimator's per-step training loss "
                       "against the plain loop started from the estimator's module, batches "
                       "and random stream. Float32 rounding differences (summation order) "
                       "grow step by step, faster at AVITM's learning rate of 1e-2.\n\n"
-                      + markdown_table(rows, list(rows[0])))
+                      + markdown_table(rows, list(rows[0])), directory=results)
         return
     if args.part == "merge":
         rows, runs = [], []
         for source in args.inputs:
-            payload = json.loads((_common.RESULTS / f"{source}.json").read_text())
+            payload = json.loads((results / f"{source}.json").read_text())
             rows += payload["rows"]
             runs.append(f"{source} (commit {payload['machine'].get('git_commit')})")
         write_results(args.name, {"machine": info, "sources": runs, "rows": rows},
@@ -228,7 +235,7 @@ def main():
                       "10), TD@10; mean, sd, min and max over seeds.\n\n"
                       + markdown_table(summarise(rows), [
                           "model", "corpus", "code", "seeds", "npmi_mean", "npmi_sd",
-                          "npmi_min", "npmi_max", "td10_mean"]))
+                          "npmi_min", "npmi_max", "td10_mean"]), directory=results)
         return
     rows = []
     header = (f"Measured on {info['cpu']} ({args.threads} thread per fit), commit "
@@ -236,7 +243,8 @@ def main():
               f"(`from_preset(\"avitm\")`, `_plain_vae.PAPER`), {args.epochs} epochs; NPMI on "
               "the held-out split (boolean documents, epsilon convention, top 10), TD@10; "
               "mean, min and max over seeds.\n\n")
-    corpora = {c: load(c, args.data_home) for c in args.corpora}
+    corpora = {c: tuple(X[:300] if TINY else X for X in load(c, args.data_home))
+               for c in args.corpora}
     for corpus, (X, X_test) in corpora.items():
         kept = X_test[np.asarray(X_test.sum(1)).ravel() > 0]
         for model_name in args.models:
@@ -253,7 +261,8 @@ def main():
                     write_results(name, {"machine": info, "args": vars(args), "rows": rows},
                                   header + markdown_table(summarise(rows), [
                                       "model", "corpus", "code", "seeds", "npmi_mean",
-                                      "npmi_min", "npmi_max", "td10_mean", "fit_s"]))
+                                      "npmi_min", "npmi_max", "td10_mean", "fit_s"]),
+                                  directory=results)
 
 
 if __name__ == "__main__":

@@ -12,7 +12,9 @@ Then ``TopicWordsDisplay`` of the ProdLDA (its bars are ``beta_`` over each topi
 mean logit).
 
 Writes ``research/results/prodlda_pictures_map.png`` and
-``prodlda_pictures_words.png``; ran at the commit named in research/README.md.
+``prodlda_pictures_words.png``, the neural guide's figures. ``SKTOPICS_RESEARCH_TINY=1``
+(``_tiny.py``): 200 documents, two Gibbs sweeps and one epoch, the pictures written
+elsewhere: a check that the study runs, in seconds.
 """
 
 import sys
@@ -35,7 +37,8 @@ from sktopics import LDAGibbs, ProdLDA  # noqa: E402
 from sktopics.datasets import load_bbc_news  # noqa: E402
 from sktopics.inspection import TopicWordsDisplay, to_pyldavis  # noqa: E402
 
-RESULTS = Path(__file__).resolve().parent / "results"
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _tiny import TINY, results_dir  # noqa: E402
 
 
 def js_pcoa(topic_word):
@@ -55,14 +58,19 @@ def main():
     info = machine()
     print(f"Commit {info.get('git_commit')}, {info['cpu']}, one thread; BBC News (shipped), "
           "K = 20, seed 0, each model at its defaults.\n")
-    train = load_bbc_news(subset="train")
+    texts = load_bbc_news(subset="train").texts
+    results = results_dir()
+    gibbs, prodlda = {}, {}
+    if TINY:
+        texts = texts[:200]
+        gibbs, prodlda = {"max_iter": 2, "burn_in": 0, "n_kept_samples": 1}, {"max_iter": 1}
     maps = []
     pipes = {}
-    for name, model in (("LDAGibbs", LDAGibbs(20, device="cpu", random_state=0)),
-                        ("ProdLDA", ProdLDA(20, device="cpu", random_state=0))):
-        pipe = make_pipeline(CountVectorizer(token_pattern=r"\S+"), model).fit(train.texts)
+    for name, model in (("LDAGibbs", LDAGibbs(20, device="cpu", random_state=0, **gibbs)),
+                        ("ProdLDA", ProdLDA(20, device="cpu", random_state=0, **prodlda))):
+        pipe = make_pipeline(CountVectorizer(token_pattern=r"\S+"), model).fit(texts)
         pipes[name] = pipe
-        exported = to_pyldavis(pipe, train.texts)
+        exported = to_pyldavis(pipe, texts)
         sizes = exported["doc_topic_dists"].T @ exported["doc_lengths"]
         if name == "ProdLDA":
             print(f"- ProdLDA's components_: largest entry of a topic {model.components_.max(1).mean():.5f} "
@@ -91,12 +99,12 @@ def main():
     fig.suptitle("pyLDAvis' topic map (js_PCoA) of BBC News, K = 20, on one scale; circle "
                  "area: share of the tokens", fontsize=10)
     fig.tight_layout()
-    fig.savefig(RESULTS / "prodlda_pictures_map.png", dpi=90)
+    fig.savefig(results / "prodlda_pictures_map.png", dpi=90)
     display = TopicWordsDisplay.from_estimator(pipes["ProdLDA"], top_n=8, topics=range(10))
     display.figure_.suptitle("ProdLDA, BBC News: top words by beta_ (over the topic's mean "
                              "logit)", fontsize=10)
     display.figure_.tight_layout()
-    display.figure_.savefig(RESULTS / "prodlda_pictures_words.png", dpi=80)
+    display.figure_.savefig(results / "prodlda_pictures_words.png", dpi=80)
 
 
 if __name__ == "__main__":

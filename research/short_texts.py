@@ -24,9 +24,11 @@ Usage::
 
     python research/short_texts.py --corpora gnews m10 --topics 20 --seeds 0 \
         --variants default alpha_1_over_k kl_warmup
+    SKTOPICS_RESEARCH_TINY=1 python research/short_texts.py   # a check, seconds
 
-Writes ``research/results/<name>.{json,md}`` after every fit. Ran at the commits
-named in the results' headers (research/README.md says which and what they found).
+Writes ``research/results/<name>.{json,rst}`` after every fit (research/README.md
+says what the screens found). The tiny mode (``_tiny.py``) fits every variant for one
+iteration on 300 M10 titles, K = 5, and writes elsewhere.
 """
 
 import argparse
@@ -45,7 +47,6 @@ from sklearn.feature_extraction.text import CountVectorizer
 from skorch.callbacks import Callback
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-import _common  # noqa: E402
 from _common import default_data_home, machine, markdown_table, write_results  # noqa: E402
 
 from sktopics import AVITM, LDAGibbs, ProdLDA  # noqa: E402
@@ -53,7 +54,8 @@ from sktopics._neural._losses import gaussian_kl, reconstruction_nll  # noqa: E4
 from sktopics.datasets import load_octis  # noqa: E402
 from sktopics.metrics import npmi_coherence, topic_diversity  # noqa: E402
 
-_common.RESULTS = Path(__file__).resolve().parent / "results"
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _tiny import TINY, results_dir  # noqa: E402
 
 VECTORIZER = {"stop_words": "english", "min_df": 3, "max_df": 0.5}
 
@@ -276,6 +278,10 @@ def main(argv=None):
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--name", default="short_texts")
     args = parser.parse_args(argv)
+    if TINY:
+        args.corpora, args.topics, args.seeds = ["m10"], [5], [0]
+        args.variants = ["token_batches", *VARIANTS]
+    results = results_dir()
     torch.set_num_threads(args.threads)
     warnings.simplefilter("ignore")
     info = machine()
@@ -287,7 +293,7 @@ def main(argv=None):
               "document's largest; means over seeds (npmi_sd: standard deviation).\n\n")
     rows = []
     for corpus in args.corpora:
-        X, X_test = load(corpus, args.data_home)
+        X, X_test = (X[:300] if TINY else X for X in load(corpus, args.data_home))
         print(corpus, X.shape, "tokens/doc", round(mean_length(X), 2), flush=True)
         for k in args.topics:
             for seed in args.seeds:
@@ -298,6 +304,8 @@ def main(argv=None):
                                         n_jobs=args.threads, free_bits=0.0)
                     else:
                         model = VARIANTS[variant](k, seed, args.threads)
+                    if TINY:
+                        model.set_params(max_iter=1)
                     start = time.perf_counter()
                     model.fit(X)
                     row = {"corpus": corpus, "K": k, "variant": variant, "seed": seed,
@@ -310,7 +318,8 @@ def main(argv=None):
                                               "rows": rows},
                                   header + markdown_table(summarise(rows), [
                                       "corpus", "K", "variant", "seeds", "npmi", "npmi_sd",
-                                      "td10", "largest_share", "topics_used", "fit_s"]))
+                                      "td10", "largest_share", "topics_used", "fit_s"]),
+                                  directory=results)
     return rows
 
 
