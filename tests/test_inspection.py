@@ -204,13 +204,14 @@ def test_evaluation_displays():
     # The exact per-token log-likelihood, by dynamic programming over topic counts.
     exact = sum(dp_log_likelihood(phi, np.full(3, 0.5), words_of(x)) for x in X) / X.sum()
     reference = left_to_right_log_likelihood(model, X, n_particles=50, random_state=0)
-    display = AISConvergenceDisplay.from_estimator(model, X, temperatures=[2, 200],
-                                                   n_chains=3, reference=reference)
+    display = AISConvergenceDisplay.from_estimator(model, X, temperatures=[1, 300],
+                                                   n_chains=8, reference=reference)
     assert display.reference == pytest.approx(reference.per_token)
-    # AIS approaches the exact value from below as temperatures are added (at two it is
-    # about 0.15 nats per token low).
-    assert display.estimates[0] < exact - 0.05
-    assert display.estimates[1] == pytest.approx(exact, abs=0.01)
+    # AIS approaches the exact value from below as temperatures are added. Over 30
+    # seeds: at one temperature it is 0.06 to 0.24 nats per token low; at 300 within
+    # 0.007 of it (sd 0.003); left-to-right with 50 particles within 0.003.
+    assert display.estimates[0] < exact - 0.03
+    assert display.estimates[1] == pytest.approx(exact, abs=0.015)
     assert reference.per_token == pytest.approx(exact, abs=0.01)
     np.testing.assert_allclose(display.ax_.lines[0].get_ydata(), display.estimates)
     n = np.array([10.0, 20.0, 40.0])

@@ -240,42 +240,58 @@ def test_score_is_per_token_repeatable_and_perplexity(cls, corpus):
 @pytest.mark.parametrize("cls", NEURAL)
 @pytest.mark.filterwarnings("ignore:.*topic proportions are weak")
 def test_fractional_counts_are_weights(cls, corpus, monkeypatch):
-    """Fractional entries reach the training objective unrounded, and its reconstruction
-    term is linear in them for the same topic proportions. Rounding the weights, or
-    reading only which words occur, fails both checks."""
-    from sktopics._neural import _net
+    """The reconstruction term of the training objective is ``-sum_w x_w log p_w`` with
+    the fractional entries as the weights ``x_w``: they reach it unrounded during fit,
+    and on fixed parameters (training and inference modes) it equals that sum computed
+    densely and is linear in them. Rounding the weights, or reading only which words
+    occur, fails these checks."""
+    from sktopics._neural import _modules
 
     weighted = corpus.astype(np.float64)
     weighted.data = weighted.data * np.random.default_rng(0).uniform(0.3, 1.7, weighted.nnz)
     seen = []
-    real = _net.module_negative_elbo
 
-    def spy(module, x, y_pred):
-        seen.append(x.values.detach().cpu().numpy().copy())
-        return real(module, x, y_pred)
+    def spy_on(decoder_class):
+        real = decoder_class.nll
 
-    monkeypatch.setattr(_net, "module_negative_elbo", spy)
+        def nll(self, theta, x):
+            seen.append(x.values.detach().cpu().numpy().copy())
+            return real(self, theta, x)
+
+        monkeypatch.setattr(decoder_class, "nll", nll)
+
+    spy_on(_modules.MixtureDecoder)
+    spy_on(_modules.ProductOfExpertsDecoder)
     model = fitted(cls, weighted)
     monkeypatch.undo()
     values = np.concatenate(seen)
     assert np.all(np.isin(values.astype(np.float32), weighted.data.astype(np.float32)))
     assert np.any(values != np.round(values))
 
-    module = model.net_.module_.eval()
+    def mapped(x, f):  # the batch with f applied to every non-zero
+        out = copy.copy(x)
+        out.values = f(x.values)
+        out.by_column = x.by_column._replace(values=f(x.by_column.values))
+        return out
+
     x = next(iter(model._batches(weighted[:30])))
+    rounded = mapped(x, torch.round)
     with torch.no_grad():
-        theta = torch.softmax(module.encoder(x)[0], dim=-1)
-
-        def reconstruction(scale):
-            scaled = copy.copy(x)
-            scaled.values = x.values * scale
-            scaled.by_column = x.by_column._replace(values=x.by_column.values * scale)
-            return module.decoder.nll(theta, scaled).double().cpu().numpy()
-
-        r1, r2, r3 = reconstruction(1.0), reconstruction(2.0), reconstruction(3.0)
-    assert np.all(r1 > 0)  # -sum_w x_w log p_w of each document
-    np.testing.assert_allclose(r2, 2 * r1, rtol=1e-5)
-    np.testing.assert_allclose(r3, 3 * r1, rtol=1e-5)
+        theta = torch.softmax(model.net_.module_.encoder.eval()(x)[0], dim=-1)
+    for training in (True, False):  # ProdLDA's fused training pass, and inference
+        decoder = copy.deepcopy(model.net_.module_.decoder).train(training)
+        with torch.no_grad():
+            log_p = decoder(theta).double()
+            r1, r2, r3, r_rounded = (decoder.nll(theta, batch).double().cpu().numpy()
+                                     for batch in (x, mapped(x, lambda v: 2 * v),
+                                                   mapped(x, lambda v: 3 * v), rounded))
+        for batch, r in ((x, r1), (rounded, r_rounded)):
+            dense = -(batch.to_dense().double() * log_p).sum(-1).cpu().numpy()
+            np.testing.assert_allclose(r, dense, rtol=1e-5)
+        np.testing.assert_allclose(r2, 2 * r1, rtol=1e-5)
+        np.testing.assert_allclose(r3, 3 * r1, rtol=1e-5)
+        # the check has power: rounded weights give another objective
+        assert np.max(np.abs(r_rounded / r1 - 1)) > 0.01
 
 
 BAD_INPUTS = [

@@ -139,6 +139,30 @@ def test_utils_import_only_utils_and_leaf_modules():
             assert not any(graph[e] for e in outside), (name, outside)
 
 
+#: Public subpackages: the rest of the package imports them by their public names only.
+PUBLIC_SUBPACKAGES = ("sktopics.model_selection", "sktopics.inspection", "sktopics.metrics",
+                      "sktopics.datasets")
+
+
+def _private_imports(graph):
+    """``(importer, module)`` pairs where a module reaches into another subpackage's
+    private modules."""
+    return sorted((name, edge) for name, edges in graph.items() for edge in edges
+                  for package in PUBLIC_SUBPACKAGES
+                  if edge.startswith(package + ".") and not (
+                      name == package or name.startswith(package + ".")))
+
+
+def test_public_subpackages_are_imported_by_their_public_names():
+    # what two subpackages share lives below both (e.g. utils._cv_results, read by
+    # model_selection's ranking and inspection's CriteriaDisplay)
+    assert _private_imports(_import_graph()) == []
+    reaching_in = {"sktopics.inspection._selection": {"sktopics.model_selection._scorers"},
+                   "sktopics.model_selection._ranking": {"sktopics.model_selection._results"}}
+    assert _private_imports(reaching_in) == [("sktopics.inspection._selection",
+                                              "sktopics.model_selection._scorers")]
+
+
 def test_private_sklearn_names_only_in_compat_layer():
     offenders = []
     for path in PACKAGE.rglob("*.py"):

@@ -25,7 +25,7 @@ from ._zspace import (
     topic_word_tensor,
 )
 
-__all__ = ["embed_smaller_model", "matching_permutation", "iteration_segments", "ratio_direction"]
+__all__ = ["embed_smaller_model", "iteration_segments", "matching_permutation", "ratio_direction"]
 
 
 def _hellinger(phi_a, phi_b):

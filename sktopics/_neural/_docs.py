@@ -1,4 +1,5 @@
-"""Parameter and attribute descriptions shared by AVITM and ProdLDA docstrings."""
+"""Parameter and attribute descriptions shared by the AVITM and ProdLDA docstrings
+(and, through :mod:`._pam_docs`, by PAMVI's and MoLDA's)."""
 
 from ..utils._docstring import N_JOBS
 

@@ -1,5 +1,6 @@
-"""Shared plumbing of the neural topic models (AVITM, ProdLDA): the skorch net,
-batch-norm freezing, device placement, transform, score and the generative view."""
+"""Shared plumbing of the neural topic models (AVITM and ProdLDA, and through
+:class:`~._pam_base.PAMTopicModel` PAMVI and MoLDA): the skorch net, batch-norm
+freezing, device placement, transform, score and the generative view."""
 
 import copy
 from numbers import Integral, Real
@@ -35,7 +36,8 @@ _FUSED_ADAM = (
 
 
 class NeuralTopicModel(BaseTopicModel):
-    """Base class of AVITM and ProdLDA (logistic-normal VAE topic models).
+    """Base class of the logistic-normal VAE topic models: AVITM, ProdLDA and
+    :class:`~._pam_base.PAMTopicModel` (PAMVI, MoLDA).
 
     Subclasses define ``_build_decoder(n_features)`` and ``_likelihood()`` (for the
     generative view); ``_topic_word()`` reads the decoder's ``topic_word()`` (mixture

@@ -1,4 +1,5 @@
-"""The private skorch net that trains a :class:`~._modules.TopicVAE`.
+"""The private skorch net that trains a topic VAE: a :class:`~._modules.TopicVAE`
+(AVITM, ProdLDA) or a :class:`~._pam_modules.PAMVAE` (PAMVI, MoLDA).
 
 No public class inherits from :class:`skorch.NeuralNet`: the estimators own one of
 these as ``net_`` (composition), which keeps skorch's parameters out of
