@@ -205,3 +205,23 @@ def test_compiled_mh_draws_are_the_torch_draws(monkeypatch):
     np.testing.assert_array_equal(fits["compiled"].components_, fits["torch"].components_)
     np.testing.assert_array_equal(fits["compiled"].log_likelihood_trace_,
                                   fits["torch"].log_likelihood_trace_)
+
+
+def test_kernels_compile_in_memory_where_no_cache_can_be_written(monkeypatch):
+    """numba refuses ``cache=True`` when no folder can hold the cache (a read-only
+    install without a writable home): the kernel is then compiled in memory."""
+    import numba
+
+    real = numba.njit
+
+    def njit(*args, **options):
+        if options.get("cache"):
+            raise RuntimeError("cannot cache function: no locator available")
+        return real(*args, **options)
+
+    monkeypatch.setattr(numba, "njit", njit)
+
+    def add_one(x):
+        return x + 1
+
+    assert _jit.jit(add_one)(41) == 42
