@@ -636,7 +636,7 @@ class LDAGibbs(BaseTopicModel):
         """``transform`` by the compiled CPU kernel: collapsed Gibbs per document, the
         documents shared out over ``n_jobs`` threads."""
         from .._kernels._infer import infer_documents
-        from .._kernels._pool import n_threads, run_parts, split_by_weight
+        from .._kernels._pool import run_over
 
         # A document's random numbers are keyed by its cells: one canonical form (sorted,
         # no duplicates, no explicit zeros) whatever the caller's matrix looks like.
@@ -650,10 +650,9 @@ class LDAGibbs(BaseTopicModel):
         key = stream_key(getattr(self, "_transform_seed", 0), STREAMS["transform"], 0)
         n_iter = self.transform_max_iter
         doc_topic = np.empty((X.shape[0], self.n_components))
-        run_parts(lambda start, stop: infer_documents(X, word_topic, alpha, n_iter,
-                                                      n_iter // 2, key, doc_topic, start,
-                                                      stop),
-                  split_by_weight(np.cumsum(np.r_[0, X.sum(1).A1]), n_threads()))
+        run_over(lambda start, stop: infer_documents(X, word_topic, alpha, n_iter,
+                                                     n_iter // 2, key, doc_topic, start, stop),
+                 offsets=np.cumsum(np.r_[0, X.sum(1).A1]))
         return doc_topic
 
     def _generative_view(self):

@@ -192,16 +192,16 @@ def _compiled_draws(state, alpha, beta, key, new_z):
     if not compiled_path(corpus.device):
         return False
     from .._kernels._gibbs import parallel_draws
-    from .._kernels._pool import n_threads, run_parts, split_evenly
+    from .._kernels._pool import run_over
 
     arrays = [a.numpy() for a in (corpus.doc, corpus.word, state.z, state.n_dk, state.n_wk,
                                   state.n_k, alpha)]
     shift = _index_shift(corpus)
     out = new_z.numpy()
     try:
-        run_parts(lambda start, stop: parallel_draws(*arrays, beta, key, shift, out, start,
-                                                     stop),
-                  split_evenly(corpus.n_tokens, n_threads()))
+        run_over(lambda start, stop: parallel_draws(*arrays, beta, key, shift, out, start,
+                                                    stop),
+                 corpus.n_tokens)
     except Exception as exc:  # noqa: BLE001 - whatever numba raises, fall back once
         kernel_failure(exc)
         return False
@@ -361,7 +361,7 @@ def _compiled_mh_draws(state, word_proposal, alpha, alpha_cum, beta, keys, new_z
     if not compiled_path(corpus.device):
         return False
     from .._kernels._gibbs import gather, mh_draws
-    from .._kernels._pool import n_threads, run_parts, split_evenly
+    from .._kernels._pool import run_over
 
     def host(tensors):
         return [a.numpy() for a in tensors]
@@ -375,10 +375,10 @@ def _compiled_mh_draws(state, word_proposal, alpha, alpha_cum, beta, keys, new_z
         z_by_doc = gather(arrays[2], corpus.doc_perm.numpy())
         frozen = [arrays[2]] + host((corpus.word_start, corpus.word_length)) + [z_by_doc] \
             + host((corpus.doc_start, corpus.doc_length))
-        run_parts(lambda start, stop: mh_draws(*arrays, frozen, tables, proposal,
-                                               alpha.numpy(), alpha_cum.numpy(), beta, keys,
-                                               shift, out, start, stop),
-                  split_evenly(corpus.n_tokens, n_threads()))
+        run_over(lambda start, stop: mh_draws(*arrays, frozen, tables, proposal,
+                                              alpha.numpy(), alpha_cum.numpy(), beta, keys,
+                                              shift, out, start, stop),
+                 corpus.n_tokens)
     except Exception as exc:  # noqa: BLE001 - whatever numba raises, fall back once
         kernel_failure(exc)
         return False

@@ -139,7 +139,7 @@ def count_topics(doc, word, z, word_offsets, n_dk, n_wk, n_threads):
         _count_part(doc, word, z, n_dk, n_wk, totals[i], d0, d1, w0, w1, word_offsets[w0],
                     word_offsets[w1])
 
-    run_parts(part, [(i, i + 1) for i in range(len(parts))])
+    run_parts(part, [(i, i + 1) for i in range(len(parts))], n_threads)
     return totals.sum(0)
 
 

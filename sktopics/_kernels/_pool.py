@@ -2,17 +2,24 @@
 
 Kernels release the GIL, so plain threads run them in parallel; a thread that has
 no work waits on a lock (it does not spin), and the threads are started once per
-process and started again after a fork.
+process and started again after a fork. Work is cut into more parts than threads,
+which take them in turn: on a machine where another process keeps a core busy, the
+thread that shares that core takes fewer parts.
 """
 
 import concurrent.futures
+import itertools
 import os
 import threading
 
 import numpy as np
 import torch
 
-__all__ = ["n_threads", "run_parts", "split_by_weight", "split_evenly"]
+__all__ = ["PARTS_PER_THREAD", "n_threads", "run_over", "run_parts", "split_by_weight",
+           "split_evenly"]
+
+#: Parts of a kernel's work per thread (see :func:`run_parts`).
+PARTS_PER_THREAD = 8
 
 _executor = None
 _workers = 0
@@ -53,21 +60,49 @@ def split_by_weight(offsets, n_parts):
     return [(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:])] or [(0, 0)]
 
 
-def run_parts(kernel, parts):
-    """``kernel(start, stop)`` for every part, in parallel; returns their results in
-    order (the first exception is raised once every part has finished)."""
-    if len(parts) == 1:
-        return [kernel(*parts[0])]
+def run_parts(kernel, parts, n_workers=None):
+    """``kernel(start, stop)`` for every part on ``n_workers`` threads (default: one per
+    part), the calling thread one of them; returns the results in the parts' order.
+
+    Each thread takes the next part not yet taken, so a thread that a busy core slows
+    down takes fewer parts instead of holding up the others (give more parts than
+    threads for that). The first exception is raised once every thread has stopped.
+    """
+    n_workers = max(1, min(len(parts), n_workers or len(parts)))
+    if n_workers == 1:
+        return [kernel(*part) for part in parts]
     global _executor, _workers
     with _lock:
-        if _executor is None or _workers < len(parts) - 1:
-            _workers = max(len(parts) - 1, (os.cpu_count() or 1) - 1)
+        if _executor is None or _workers < n_workers - 1:
+            _workers = max(n_workers - 1, (os.cpu_count() or 1) - 1)
             _executor = concurrent.futures.ThreadPoolExecutor(
                 max_workers=_workers, thread_name_prefix="sktopics-kernel")
         executor = _executor
-    futures = [executor.submit(kernel, *part) for part in parts[1:]]
+    results = [None] * len(parts)
+    taken = itertools.count()  # next() on a count is atomic
+
+    def work():
+        for i in iter(lambda: next(taken), None):
+            if i >= len(parts):
+                return
+            results[i] = kernel(*parts[i])
+
+    futures = [executor.submit(work) for _ in range(n_workers - 1)]
     try:
-        first = kernel(*parts[0])  # the calling thread takes a part too
+        work()
     finally:
         concurrent.futures.wait(futures)
-    return [first] + [f.result() for f in futures]
+    for future in futures:
+        future.result()
+    return results
+
+
+def run_over(kernel, n_items=None, offsets=None):
+    """``kernel(start, stop)`` over ``n_items`` items (or items weighed by the
+    cumulative ``offsets``, see :func:`split_by_weight`) on :func:`n_threads` threads,
+    in :data:`PARTS_PER_THREAD` parts per thread; the results in order."""
+    threads = n_threads()
+    n_parts = 1 if threads == 1 else PARTS_PER_THREAD * threads
+    parts = (split_evenly(n_items, n_parts) if offsets is None
+             else split_by_weight(offsets, n_parts))
+    return run_parts(kernel, parts, threads)
