@@ -1,6 +1,7 @@
 """The compiled CPU kernels: the switch between them and torch, the fallback, their
 random numbers and their threads."""
 
+import threading
 import warnings
 
 import numpy as np
@@ -225,3 +226,23 @@ def test_kernels_compile_in_memory_where_no_cache_can_be_written(monkeypatch):
         return x + 1
 
     assert _jit.jit(add_one)(41) == 42
+
+
+def test_kernels_keep_n_jobs_threads_while_torch_runs_on_one(monkeypatch):
+    """During a compiled fit torch's own operations run on one thread (its OpenMP
+    threads would otherwise spin beside the kernels'), the kernels on n_jobs."""
+    from sktopics._kernels import _pool
+
+    seen = []
+    draws = kernels.parallel_draws
+
+    def spy(*args):
+        if threading.current_thread() is threading.main_thread():  # the call's own thread
+            seen.append((torch.get_num_threads(), _pool.n_threads()))
+        return draws(*args)
+
+    monkeypatch.setattr(kernels, "parallel_draws", spy)
+    before = torch.get_num_threads()
+    LDAGibbs(n_components=3, max_iter=2, random_state=0, n_jobs=2).fit(_corpus())
+    assert seen and set(seen) == {(1, 2)}
+    assert torch.get_num_threads() == before

@@ -448,6 +448,14 @@ class LDAGibbs(BaseTopicModel):
 
     # ----------------------------------------------------------------- fitting
     def _fit(self, X, seed, *, warm, n_sweeps=None, stop=None):
+        if not compiled_path(self.device_):
+            return self._fit_chain(X, seed, warm=warm, n_sweeps=n_sweeps, stop=stop)
+        from .._kernels._pool import torch_on_one_thread
+
+        with torch_on_one_thread():
+            return self._fit_chain(X, seed, warm=warm, n_sweeps=n_sweeps, stop=stop)
+
+    def _fit_chain(self, X, seed, *, warm, n_sweeps, stop):
         device = self.device_
         # partial_fit passes n_sweeps (one sweep): one online chain over every shard.
         online = n_sweeps is not None
@@ -610,7 +618,10 @@ class LDAGibbs(BaseTopicModel):
         device = self.device_
         if compiled_path(device):
             try:
-                return self._transform_compiled(X)
+                from .._kernels._pool import torch_on_one_thread
+
+                with torch_on_one_thread():
+                    return self._transform_compiled(X)
             except Exception as exc:  # noqa: BLE001 - whatever numba raises, fall back once
                 kernel_failure(exc)
         word_topic = torch.as_tensor(self.components_.T, dtype=torch.float32,

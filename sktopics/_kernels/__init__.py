@@ -12,9 +12,8 @@ functions of the same counter-based uniforms as the torch kernels of
 * :mod:`._pool`: the threads that run a kernel over parts of a corpus (``n_jobs``).
 * :mod:`._gibbs`: the LDA Gibbs sweeps and count tables.
 
-Maths and plumbing of the kernels only: imports numpy, numba and torch, never
-scikit-learn or another sktopics module outside :mod:`sktopics._random` and
-:mod:`sktopics._config`.
+Maths and plumbing of the kernels only: imports numpy, numba and torch, and of
+sktopics only :mod:`sktopics._config` and :mod:`sktopics.utils`; never scikit-learn.
 """
 
 from ._jit import compiled_path, kernel_failure

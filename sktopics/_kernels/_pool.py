@@ -8,6 +8,8 @@ thread that shares that core takes fewer parts.
 """
 
 import concurrent.futures
+import contextlib
+import contextvars
 import itertools
 import os
 import threading
@@ -15,8 +17,10 @@ import threading
 import numpy as np
 import torch
 
+from ..utils._threads import thread_scope
+
 __all__ = ["PARTS_PER_THREAD", "n_threads", "run_over", "run_parts", "split_by_weight",
-           "split_evenly"]
+           "split_evenly", "torch_on_one_thread"]
 
 #: Parts of a kernel's work per thread (see :func:`run_parts`).
 PARTS_PER_THREAD = 8
@@ -35,10 +39,32 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_forget_executor)
 
 
+#: The kernels' thread count while torch runs on fewer (see :func:`torch_on_one_thread`).
+_kernel_threads = contextvars.ContextVar("sktopics_kernel_threads", default=None)
+
+
 def n_threads():
     """Threads a call uses: torch's intra-op setting, which ``n_jobs`` sets
-    (:func:`~sktopics.utils._threads.thread_scope`)."""
-    return max(1, torch.get_num_threads())
+    (:func:`~sktopics.utils._threads.thread_scope`), unless
+    :func:`torch_on_one_thread` holds it."""
+    return _kernel_threads.get() or max(1, torch.get_num_threads())
+
+
+@contextlib.contextmanager
+def torch_on_one_thread():
+    """Run torch on one thread in the block while the kernels keep the call's threads.
+
+    After a parallel operation torch's OpenMP threads spin, waiting for the next one;
+    beside the kernels' threads (and on a core another process keeps busy) they take
+    the time the kernels need. Where the kernels do the work, the torch operations
+    left are small, and one thread runs them without that cost.
+    """
+    token = _kernel_threads.set(n_threads())
+    try:
+        with thread_scope(1):
+            yield
+    finally:
+        _kernel_threads.reset(token)
 
 
 def split_evenly(n_items, n_parts):
