@@ -324,6 +324,89 @@ def test_metrics_accept_fitted_model_and_pipeline():
     )
 
 
+TRAIN_TEXTS = [
+    "apple banana apple fruit salad",
+    "banana fruit salad juice",
+    "car engine wheel road",
+    "engine wheel road car driver",
+    "fruit apple juice banana",
+    "driver car road engine",
+] * 3
+#: Held-out texts: words the vectorizer never saw, and training words they lack, so a
+#: vectorizer fitted on them would count other columns than the model's.
+REF_TEXTS = ["apple juice zebra", "car road banana", "wheel engine wheel kiwi", "salad fruit",
+             "driver", "unknown words only"]
+
+
+@pytest.fixture(scope="module")
+def text_pipeline():
+    return make_pipeline(
+        CountVectorizer(),
+        LatentDirichletAllocation(n_components=3, max_iter=5, random_state=0),
+    ).fit(TRAIN_TEXTS)
+
+
+@pytest.mark.parametrize("zero_cooccurrence", ["epsilon", "zero"])
+def test_npmi_of_a_pipeline_counts_texts_with_its_vectorizer(text_pipeline, zero_cooccurrence):
+    pipe = text_pipeline
+    counted = pipe[0].transform(REF_TEXTS)
+    assert CountVectorizer().fit_transform(REF_TEXTS).shape[1] != counted.shape[1]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # top words absent from REF_TEXTS
+        expected = npmi_coherence(pipe[-1], counted, top_n=4, zero_cooccurrence=zero_cooccurrence)
+        for texts in (REF_TEXTS, np.array(REF_TEXTS, dtype=object)):
+            result = npmi_coherence(pipe, texts, top_n=4, zero_cooccurrence=zero_cooccurrence)
+            np.testing.assert_array_equal(result.per_topic, expected.per_topic)
+            assert result.mean == expected.mean or (np.isnan(result.mean) and np.isnan(expected.mean))
+        # a matrix over the model's vocabulary is still taken as it is
+        np.testing.assert_array_equal(
+            npmi_coherence(pipe, counted, top_n=4, zero_cooccurrence=zero_cooccurrence).per_topic,
+            expected.per_topic)
+    assert np.isfinite(expected.per_topic).any()
+
+
+def test_npmi_of_a_pipeline_counts_token_lists_when_its_vectorizer_takes_them():
+    tokens = [text.split() for text in TRAIN_TEXTS]
+    ref = [text.split() for text in REF_TEXTS]
+    pipe = make_pipeline(
+        CountVectorizer(analyzer=list),
+        LatentDirichletAllocation(n_components=3, max_iter=5, random_state=0),
+    ).fit(tokens)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        expected = npmi_coherence(pipe[-1], pipe[0].transform(ref), top_n=4, zero_cooccurrence="zero")
+        result = npmi_coherence(pipe, ref, top_n=4, zero_cooccurrence="zero")
+    np.testing.assert_array_equal(result.per_topic, expected.per_topic)
+    # a vectorizer of strings cannot count them: said, without the corpus
+    text_pipe = make_pipeline(CountVectorizer(), LatentDirichletAllocation(2, max_iter=2)).fit(TRAIN_TEXTS)
+    with pytest.raises(ValueError, match="token lists, which the Pipeline's vectorizer does not "
+                                         r"take.*analyzer=list") as info:
+        npmi_coherence(text_pipe, ref, top_n=4)
+    assert "zebra" not in str(info.value)
+
+
+def test_npmi_refuses_texts_without_a_vectorizer_in_one_sentence(text_pipeline):
+    model = text_pipeline[-1]
+    tokens = [text.split() for text in REF_TEXTS]
+    for owner, X_ref, kind in [(model, REF_TEXTS, "raw text"), (model.components_, REF_TEXTS, "raw text"),
+                               (make_pipeline(model), REF_TEXTS, "raw text"),
+                               (model, tokens, "token lists"), (model.components_, tokens, "token lists")]:
+        with pytest.raises(ValueError) as info:
+            npmi_coherence(owner, X_ref, top_n=4)
+        message = str(info.value)
+        assert message.startswith(f"X_ref holds {kind}")
+        assert "pass the fitted Pipeline, or vectorize the texts with the model's vectorizer" in message
+        assert "zebra" not in message and "apple" not in message  # the corpus is not pasted
+        assert message.count(". ") == 0 and message.endswith(".")  # one sentence
+
+
+def test_topic_diversity_takes_the_same_pipeline(text_pipeline):
+    model = text_pipeline[-1]
+    for top_n in (2, 4):
+        assert topic_diversity(text_pipeline, top_n=top_n) == topic_diversity(model, top_n=top_n)
+        assert topic_diversity(text_pipeline, top_n=top_n) == topic_diversity(model.components_, top_n=top_n)
+
+
 def test_npmi_rejects_mismatched_vocabulary():
     X, topic_word = hand_example()
     with pytest.raises(ValueError, match="X_ref has 3 columns.*4 words"):

@@ -7,8 +7,9 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.utils import check_array
 
+from ..utils._pipeline import has_leading_steps, split_pipeline
 from ..utils._sklearn_compat import HasMethods, Interval, StrOptions, validate_params
-from ..utils._validation import check_topic_word
+from ..utils._validation import check_topic_word, text_input_kind
 from ..utils._warnings import warn
 
 __all__ = ["NPMIResult", "npmi_coherence"]
@@ -46,6 +47,32 @@ def check_top_n(top_n, n_words):
             f"top_n={top_n} exceeds the number of words in the topic-word "
             f"matrix ({n_words})."
         )
+
+
+def _reference_counts(model_or_topic_word, X_ref):
+    """``X_ref`` as a matrix: documents go through a Pipeline's leading steps.
+
+    A matrix is returned as is (it is over the model's vocabulary). Raw text or token
+    lists need the vectorizer of a Pipeline; without one they are refused, without
+    the corpus in the message.
+    """
+    kind = text_input_kind(X_ref)
+    if kind is None:
+        return X_ref
+    if not has_leading_steps(model_or_topic_word):
+        raise ValueError(
+            f"X_ref holds {kind}, and model_or_topic_word has no vectorizer to count it: "
+            "pass the fitted Pipeline, or vectorize the texts with the model's vectorizer."
+        )
+    try:
+        return split_pipeline(model_or_topic_word, X_ref)[1]
+    except (AttributeError, TypeError) as exc:
+        if kind != "token lists":
+            raise
+        raise ValueError(
+            "X_ref holds token lists, which the Pipeline's vectorizer does not take: pass "
+            "the texts, or fit the Pipeline with CountVectorizer(analyzer=list)."
+        ) from exc
 
 
 def _check_reference(X_ref, n_words):
@@ -152,10 +179,14 @@ def npmi_coherence(
         :class:`~sklearn.pipeline.Pipeline` ending in one, or a topic-word
         matrix. Only the ranking of each row matters, so raw parameters,
         logits and probabilities give the same result.
-    X_ref : {array-like, sparse matrix} of shape (n_documents, n_words)
+    X_ref : {array-like, sparse matrix} of shape (n_documents, n_words), or raw documents for a Pipeline
         Reference document-term counts over the model's vocabulary (same
         columns). Held-out documents are recommended (Hoyle et al., 2021).
-        Every row counts as a document, empty rows included.
+        Every row counts as a document, empty rows included. When
+        ``model_or_topic_word`` is a Pipeline with a vectorizer, ``X_ref`` may
+        also be what the Pipeline takes (raw texts, or token lists for a
+        vectorizer that takes them): its leading steps count them. Texts given
+        with a bare model or a topic-word matrix are a ``ValueError``.
     top_n : int, default=10
         Number of top words per topic; all ``top_n * (top_n - 1) / 2``
         unordered pairs are scored.
@@ -228,7 +259,7 @@ def npmi_coherence(
     """
     topic_word = check_topic_word(model_or_topic_word, name="model_or_topic_word")
     check_top_n(top_n, topic_word.shape[1])
-    X_ref = _check_reference(X_ref, topic_word.shape[1])
+    X_ref = _check_reference(_reference_counts(model_or_topic_word, X_ref), topic_word.shape[1])
 
     top = top_word_indices(topic_word, top_n)
     columns, local = np.unique(top, return_inverse=True)

@@ -5,7 +5,7 @@ Every public function of sktopics that takes a fitted model also takes a
 ``CountVectorizer``); these helpers are the one place that unwraps it.
 """
 
-__all__ = ["final_estimator", "split_pipeline", "vocabulary_of"]
+__all__ = ["final_estimator", "has_leading_steps", "split_pipeline", "vocabulary_of"]
 
 
 def _is_pipeline(estimator):
@@ -25,6 +25,22 @@ def final_estimator(estimator):
     model : object
     """
     return estimator[-1] if _is_pipeline(estimator) else estimator
+
+
+def has_leading_steps(estimator):
+    """Whether ``estimator`` is a Pipeline with steps before its model (a vectorizer).
+
+    Parameters
+    ----------
+    estimator : object
+        A Pipeline, or anything else (then False).
+
+    Returns
+    -------
+    bool
+        True when :func:`split_pipeline` transforms what it is given.
+    """
+    return _is_pipeline(estimator) and len(estimator.steps) > 1
 
 
 def split_pipeline(estimator, X):
@@ -47,7 +63,7 @@ def split_pipeline(estimator, X):
     """
     if not _is_pipeline(estimator):
         return estimator, X
-    if X is not None and len(estimator.steps) > 1:
+    if X is not None and has_leading_steps(estimator):
         X = estimator[:-1].transform(X)
     return estimator[-1], X
 
@@ -68,7 +84,7 @@ def vocabulary_of(estimator):
         ``feature_names_in_`` (set when it was fitted on a DataFrame), else
         ``None``.
     """
-    if _is_pipeline(estimator) and len(estimator.steps) > 1:
+    if has_leading_steps(estimator):
         try:
             return estimator[:-1].get_feature_names_out()
         except (AttributeError, ValueError, TypeError):

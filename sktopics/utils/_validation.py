@@ -10,10 +10,12 @@ from ._warnings import warn
 
 __all__ = [
     "EmptyDocumentWarning",
+    "FractionalCountsWarning",
     "check_count_matrix",
     "check_counts",
     "check_doc_topic_prior",
     "check_topic_word",
+    "text_input_kind",
 ]
 
 
@@ -23,6 +25,19 @@ class EmptyDocumentWarning(UserWarning):
     Issued by ``transform`` with the number of such documents (empty rows, or rows
     made only of words the vectorizer did not keep). Filter it with
     ``warnings.simplefilter("ignore", EmptyDocumentWarning)`` where they are expected.
+    """
+
+
+class FractionalCountsWarning(UserWarning):
+    """Non-integer entries in the counts a model that keeps them as weights is fitted on.
+
+    Issued once by ``fit`` (and by the first ``partial_fit``, the calls that start a
+    model; not by a warm-started ``fit``, ``transform`` or ``score``) of the models that
+    use fractional entries as weights (AVITM, ProdLDA, PAMVI, MoLDA), with the number of
+    such entries. Their likelihood treats the weights as token counts, so a TF-IDF or
+    row-normalised matrix is usually a mistake. Filter it with
+    ``warnings.filterwarnings("ignore", category=FractionalCountsWarning)`` where weights
+    are meant.
     """
 
 
@@ -40,7 +55,9 @@ def check_count_matrix(estimator, X, *, reset, integer_counts=False, min_samples
     integer_counts : bool, default=False
         When True, non-integer entries are rounded with :func:`numpy.rint` and a
         :class:`~sklearn.exceptions.DataConversionWarning` is emitted (Gibbs models).
-        When False, fractional entries are kept as weights (neural models).
+        When False, fractional entries are kept as weights (neural models), with a
+        :class:`FractionalCountsWarning` when ``reset`` is True (the fit that starts
+        the model).
     min_samples : int, default=1
         Minimum number of documents.
 
@@ -60,7 +77,11 @@ def check_count_matrix(estimator, X, *, reset, integer_counts=False, min_samples
         ensure_min_samples=min_samples,
         ensure_all_finite=True,
     )
-    return check_counts(X, owner=type(estimator).__name__, integer_counts=integer_counts)
+    owner = type(estimator).__name__
+    X = check_counts(X, owner=owner, integer_counts=integer_counts)
+    if reset and not integer_counts:
+        _warn_fractional(X, owner)
+    return X
 
 
 def check_counts(X, *, owner, n_features=None, integer_counts=False):
@@ -112,20 +133,73 @@ def check_counts(X, *, owner, n_features=None, integer_counts=False):
     return X
 
 
-def _refuse_raw_text(X, owner):
-    """A clear error for documents passed as text, before numpy tries to parse them."""
-    first = None
+def text_input_kind(X):
+    """What kind of documents ``X`` holds when it holds words rather than numbers.
+
+    Parameters
+    ----------
+    X : object
+        What was passed as a document-term matrix.
+
+    Returns
+    -------
+    kind : {"raw text", "token lists"} or None
+        ``"raw text"`` for a string or a list, tuple or array of strings;
+        ``"token lists"`` for a list, tuple or object array of lists (or tuples) of
+        strings, e.g. ``[doc.split() for doc in texts]``; ``None`` otherwise.
+    """
     if isinstance(X, str):
-        first = X
-    elif isinstance(X, (list, tuple)) and len(X):
-        first = X[0]
+        return "raw text"
+    if isinstance(X, (list, tuple)):
+        documents = X
     elif getattr(X, "dtype", None) is not None and X.dtype.kind in "OUS" and getattr(X, "size", 0):
-        first = np.asarray(X).ravel()[0]
+        documents = np.asarray(X).ravel()
+    else:
+        return None
+    # the first document that is not an empty token list says what the others are
+    first = next((doc for doc in documents if not (_is_token_sequence(doc) and len(doc) == 0)),
+                 None)
     if isinstance(first, str):
+        return "raw text"
+    if _is_token_sequence(first) and isinstance(first[0], str):
+        return "token lists"
+    return None
+
+
+def _is_token_sequence(doc):
+    return isinstance(doc, (list, tuple)) or (isinstance(doc, np.ndarray) and doc.ndim == 1)
+
+
+def _refuse_raw_text(X, owner):
+    """A clear error for documents passed as text or token lists, before numpy parses them."""
+    kind = text_input_kind(X)
+    if kind == "raw text":
         raise ValueError(
             f"{owner} expects a document-term matrix of token counts, not raw text: put a "
             f"vectorizer first, e.g. make_pipeline(CountVectorizer(), {owner}(...))."
         )
+    if kind == "token lists":
+        raise ValueError(
+            f"{owner} expects a document-term matrix of token counts, not lists of tokens: "
+            f"put a vectorizer first, e.g. make_pipeline(CountVectorizer(analyzer=list), "
+            f"{owner}(...)) (analyzer=list counts each list's tokens as they are)."
+        )
+
+
+def _warn_fractional(X, owner):
+    """Say that non-integer entries will be used as weights (models that keep them)."""
+    values = X.data
+    n_fractional = int(np.count_nonzero(values != np.rint(values)))
+    if not n_fractional:
+        return
+    warn(
+        f"{n_fractional} of {X.nnz} non-zero entries of the X passed to {owner} are not "
+        f"integers: {owner} uses them as weights, and its likelihood treats them as token "
+        "counts. A TF-IDF or row-normalised matrix is usually a mistake for a count model: "
+        "pass raw counts, e.g. from CountVectorizer. If the weights are meant, silence this "
+        'with warnings.filterwarnings("ignore", category=FractionalCountsWarning).',
+        FractionalCountsWarning,
+    )
 
 
 def _rounded_counts(X, rounded, owner):
