@@ -16,7 +16,7 @@ from sklearn.feature_extraction.text import CountVectorizer
 from sklearn.model_selection import GridSearchCV
 from sklearn.pipeline import Pipeline
 
-from sktopics import AVITM, ProdLDA, top_words
+from sktopics import AVITM, PAMVI, MoLDA, ProdLDA, top_words
 from sktopics.datasets import make_lda_corpus
 from sktopics.utils._devices import resolve_device
 
@@ -165,6 +165,69 @@ def test_validation_fraction_records_and_stops_early(cls, corpus):
     assert model.n_iter_ == 3
 
 
+@pytest.mark.parametrize("cls", [AVITM, ProdLDA, PAMVI, MoLDA])
+def test_max_iter_auto_trains_enough_steps_on_a_small_corpus(cls, corpus, monkeypatch):
+    """"auto" runs its epochs, or as many as the auto step count needs: 120 documents
+    in shuffled batches of 20 give 6 steps an epoch, 50 documents 2."""
+    from sktopics._neural import _estimator
+
+    assert cls().max_iter == "auto"
+    monkeypatch.setattr(_estimator, "AUTO_STEPS", 60)
+    structure = {"n_components": 4} if cls in NEURAL else {}
+    params = {**structure, **FAST, "max_iter": "auto", "random_state": 0}
+    monkeypatch.setattr(cls, "_auto_epochs", 3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for X, steps_per_epoch in ((corpus, 6), (corpus[:50], 2)):
+            model = cls(**params).fit(X)
+            assert model.n_iter_ == 60 // steps_per_epoch
+            assert sum(model.history_[:, "train_batch_count"]) == 60
+    monkeypatch.setattr(cls, "_auto_epochs", 40)  # the epoch floor
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert cls(**params).fit(corpus).n_iter_ == 40
+
+
+@pytest.mark.parametrize("cls", NEURAL)
+def test_a_fit_of_too_few_steps_warns_with_the_remedy(cls, corpus, monkeypatch):
+    from sklearn.exceptions import ConvergenceWarning
+
+    from sktopics._neural import _convergence
+
+    monkeypatch.setattr(_convergence, "WARN_STEPS", 30)
+    monkeypatch.setattr(_convergence, "AUTO_STEPS", 60)
+    with pytest.warns(ConvergenceWarning) as record:
+        fitted(cls, corpus, max_iter=4)  # 24 steps
+    message = str(next(r.message for r in record if r.category is ConvergenceWarning))
+    assert "24 optimiser steps (4 epochs of 6 batches)" in message
+    assert "max_iter='auto'" in message and "max_iter=10" in message
+    with pytest.warns(ConvergenceWarning):
+        model = fitted(cls, corpus, max_iter=3, warm_start=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        fitted(cls, corpus, max_iter=5)  # 30 steps: enough
+        # Warm fits count every step so far; partial_fit (an epoch a call) never warns.
+        model.set_params(max_iter=2).fit(corpus)
+        online = cls(n_components=4, random_state=0, **FAST)
+        for _ in range(2):
+            online.partial_fit(corpus)
+    assert model.n_iter_ == 5
+
+
+@pytest.mark.parametrize("cls", NEURAL)
+def test_validation_loss_still_improving_at_max_iter_warns(cls, corpus):
+    from sklearn.exceptions import ConvergenceWarning
+
+    # Patience beyond max_iter: training runs to max_iter.
+    with pytest.warns(ConvergenceWarning, match="valid_loss was still improving"):
+        fitted(cls, corpus, max_iter=3, validation_fraction=0.25, n_iter_no_change=5)
+    with warnings.catch_warnings():  # stopped early: converged, however few the steps
+        warnings.simplefilter("error", ConvergenceWarning)
+        model = fitted(cls, corpus, max_iter=50, validation_fraction=0.25,
+                       n_iter_no_change=2, tol=1e6)
+    assert model.n_iter_ == 3
+
+
 def test_validation_fraction_too_large_raises(corpus):
     with pytest.raises(ValueError, match="validation_fraction"):
         ProdLDA(validation_fraction=0.999, **FAST).fit(corpus[:10])
@@ -292,6 +355,19 @@ def test_fractional_counts_are_weights(cls, corpus, monkeypatch):
         np.testing.assert_allclose(r3, 3 * r1, rtol=1e-5)
         # the check has power: rounded weights give another objective
         assert np.max(np.abs(r_rounded / r1 - 1)) > 0.01
+        # Training follows the gradient, which the custom backward passes compute:
+        # it must be the gradient of the dense weighted sum, for theta and the decoder.
+        grads = []
+        for loss_of in (lambda d, t: d.nll(t, x).sum(),
+                        lambda d, t: -(x.to_dense() * d(t)).sum()):
+            d = copy.deepcopy(decoder)
+            t = theta.clone().requires_grad_(True)
+            loss_of(d, t).backward()
+            grads.append([t.grad] + [p.grad for p in d.parameters() if p.requires_grad])
+        for got, want in zip(*grads):
+            assert want is not None and float(want.abs().max()) > 0
+            np.testing.assert_allclose(got.double().cpu().numpy(), want.double().cpu().numpy(),
+                                       rtol=1e-4, atol=1e-6 * float(want.abs().max()))
 
 
 BAD_INPUTS = [
@@ -462,7 +538,7 @@ def test_avitm_warns_when_every_document_gets_the_same_proportions(corpus):
 
     from sktopics._neural._collapse import proportions_collapse
 
-    model = AVITM(4, random_state=0, **FAST)
+    model = AVITM(4, random_state=0, **{**FAST, "max_iter": 84})  # 504 steps
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # a fit whose documents differ: no warning
         model.fit(corpus)

@@ -56,6 +56,16 @@ def test_short_texts(tmp_path, data_home):
     assert all(0 < r["largest_share"] <= 1 for r in fits)
 
 
+def test_neural_training_length(tmp_path, data_home):
+    run_study("neural_training_length.py", tmp_path, data_home)
+    fits = rows(tmp_path / "neural_training_length.json")
+    assert {r["model"] for r in fits} == {"ProdLDA", "AVITM"}
+    # checkpoints in optimiser steps, continued by warm fits
+    for model in ("ProdLDA", "AVITM"):
+        steps = [r["steps"] for r in fits if r["model"] == model]
+        assert steps == sorted(steps) and len(set(steps)) == len(steps) > 1
+
+
 def test_pam_objective(tmp_path, data_home):
     pytest.importorskip("tomotopy")
     run_study("pam_objective.py", tmp_path, data_home)

@@ -252,7 +252,12 @@ class LDAGibbs(BaseTopicModel):
     doc_topic_ : ndarray of shape (n_samples_train, n_components)
         Training-document proportions averaged over the sampled states.
     n_iter_ : int
-        Sweeps done so far (cumulative under ``warm_start`` / ``partial_fit``).
+        Sweeps done so far, cumulative under ``warm_start`` and ``partial_fit``.
+        A ``partial_fit`` call is one sweep of the shard it is given, so 100
+        passes over a corpus streamed as 4 shards read 400 (divide by the
+        number of shards for passes over the corpus). ``burn_in``,
+        ``optimize_interval`` and the online chain's memory count in these
+        sweeps, which is why resuming relies on this counter.
     algorithm_ : str
         The sampler used.
     snapshots_ : list of Snapshot

@@ -33,7 +33,8 @@ class AVITM(NeuralTopicModel):
     The defaults were chosen by a protocol over five corpora and three seeds
     (held-out NPMI, topic diversity and held-out likelihood; see the user
     guide): lighter dropout, a smaller learning rate, smaller shuffled batches,
-    one noise draw per document and 50 epochs, plus free bits in the KL term
+    one noise draw per document and 50 epochs (more on a small corpus, see
+    ``max_iter``), plus free bits in the KL term
     (as ProdLDA). ``AVITM.from_preset("avitm")`` reproduces the original NVLDA
     code (dropout 0.25, learning rate 1e-2, batches of 200 drawn with
     replacement, one noise draw per batch, 300 epochs, no free bits). Either
@@ -108,7 +109,7 @@ class AVITM(NeuralTopicModel):
         learning_rate=2e-3,
         adam_betas=(0.99, 0.999),
         batch_size=64,
-        max_iter=50,
+        max_iter="auto",
         batch_sampling="shuffle",
         bn_momentum=1e-3,
         bn_eps=1e-3,

@@ -13,9 +13,14 @@ learning_rate : float
 adam_betas : tuple of float, default=(0.99, 0.999)
     Adam's (beta1, beta2). The high momentum beta1 = 0.99 is one of the
     paper's measures against component collapse.
-max_iter : int
-    Number of epochs. Under ``warm_start`` each ``fit`` adds ``max_iter``
-    epochs, each ``partial_fit`` one epoch, and ``n_iter_`` accumulates.
+max_iter : int or "auto", default="auto"
+    Number of epochs. ``"auto"`` trains 50 epochs (PAMVI, MoLDA: 100), or more on a
+    small corpus: enough for 1,000 optimiser steps (batches), since the
+    topics form over steps, not epochs (140 documents in batches of 64 give
+    2 steps an epoch). A ``fit`` that ends after fewer than 500 steps issues
+    a :class:`~sklearn.exceptions.ConvergenceWarning`. Under ``warm_start``
+    each ``fit`` adds ``max_iter`` epochs, each ``partial_fit`` one epoch, and
+    ``n_iter_`` accumulates.
 bn_momentum : float, default=1e-3
     Running-average momentum of the batch norms (TF ``decay=0.999``).
 bn_eps : float, default=1e-3
@@ -72,7 +77,9 @@ doc_topic_prior_ : ndarray of shape (n_components,)
 topic_word_prior_ : None
     The topic-word matrix is a point estimate without prior.
 n_iter_ : int
-    Epochs run, cumulated under ``warm_start`` / ``partial_fit``.
+    Epochs run, cumulated under ``warm_start`` and ``partial_fit``. A
+    ``partial_fit`` call is one epoch of the shard it is given, so 100 passes
+    over a corpus streamed as 4 shards read 400.
 net_ : skorch.NeuralNet
     The private skorch net owning the torch module and optimiser.
 history_ : skorch.history.History
@@ -96,7 +103,10 @@ n_train_documents_ : int
 
 COUNT_POLICY = """
 Input is a non-negative document-term count matrix, sparse or dense. Fractional
-entries are used as weights (for example tf-idf-like re-weightings). Documents
+entries are used as weights (for example tf-idf-like re-weightings), which the
+likelihood treats as counts; ``fit`` says so once with a
+:class:`~sktopics.utils.FractionalCountsWarning`, since tf-idf is usually a
+mistake for a count model (filter the warning when it is meant). Documents
 without tokens are ignored by ``fit`` and get the prior mean in ``transform``.
 Training and inference read the matrix's non-zeros only, one mini-batch at a
 time; it is never densified.

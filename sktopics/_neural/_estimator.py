@@ -7,6 +7,7 @@ from numbers import Integral, Real
 
 import numpy as np
 import torch
+from sklearn.exceptions import ConvergenceWarning
 from skorch.helper import predefined_split
 
 from .._base import BaseTopicModel
@@ -18,6 +19,7 @@ from ..utils._modules import FrozenModule, evaluation_mode
 from ..utils._sklearn_compat import Interval, StrOptions
 from ..utils._validation import check_doc_topic_prior
 from ..utils._warnings import warn
+from ._convergence import AUTO_STEPS, undertrained
 from ._data import CSRBatchIterator, CSRDataset, natural_batches
 from ._modules import ACTIVATIONS, InferenceNetwork, TFBatchNorm, TopicVAE
 from ._net import EpochMonitor, TopicNet
@@ -53,7 +55,7 @@ class NeuralTopicModel(BaseTopicModel):
         "learning_rate": [Interval(Real, 0, None, closed="neither")],
         "adam_betas": [tuple, list],
         "batch_size": [Interval(Integral, 2, None, closed="left")],
-        "max_iter": [Interval(Integral, 0, None, closed="left")],
+        "max_iter": [Interval(Integral, 0, None, closed="left"), StrOptions({"auto"})],
         "batch_sampling": [StrOptions({"with_replacement", "shuffle"})],
         "bn_momentum": [Interval(Real, 0, 1, closed="both")],
         "bn_eps": [Interval(Real, 0, None, closed="neither")],
@@ -71,6 +73,9 @@ class NeuralTopicModel(BaseTopicModel):
     _partial_fit_options = {"epochs": 1}
     _data_parallel = True
     _fit_step = "epoch"
+
+    #: Epochs of ``max_iter="auto"`` on a corpus large enough for AUTO_STEPS.
+    _auto_epochs = 50
 
     #: Named parameter sets of :meth:`from_preset` (subclasses fill it in).
     PRESETS = {}
@@ -166,7 +171,8 @@ class NeuralTopicModel(BaseTopicModel):
             if run is not None:
                 last = run["last"]
             else:
-                last = first + (self.max_iter if epochs is None else epochs)
+                last = first + (self._epochs(train.shape[0], collective)
+                                if epochs is None else epochs)
             # Plain attributes: skorch's set_params would re-initialise the net.
             net.max_epochs = last - first
             net.iterator_train__seed = seed
@@ -206,7 +212,20 @@ class NeuralTopicModel(BaseTopicModel):
         # Once per fit: on fit and the first partial_fit, on one rank.
         if (epochs is None or not warm) and (collective is None or collective.rank == 0):
             self._warn_if_collapsed(train)
+        if epochs is None and not interrupted and (collective is None or collective.rank == 0):
+            problem = undertrained(self, net.history, first, last - first)
+            if problem:
+                warn(problem, ConvergenceWarning)
         return self
+
+    def _epochs(self, n_train, collective):
+        """The epochs a ``fit`` runs: ``max_iter``, or for ``"auto"`` enough of them for
+        :data:`~._convergence.AUTO_STEPS` optimiser steps, and at least ``_auto_epochs``."""
+        if self.max_iter != "auto":
+            return self.max_iter
+        per_epoch = (natural_batches(n_train, self.batch_size, self.batch_sampling)
+                     if collective is None else _steps_per_epoch(n_train, self, collective))
+        return max(self._auto_epochs, -(-AUTO_STEPS // per_epoch))
 
     def _model_arrays(self):
         yield from super()._model_arrays()

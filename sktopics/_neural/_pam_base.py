@@ -47,6 +47,8 @@ class PAMTopicModel(NeuralTopicModel):
         "topic_word_prior": [None, Interval(Real, 0, None, closed="neither")],
     })
 
+    _auto_epochs = 100
+
     # ----------------------------------------------------------------- fitting
     def _resolve_doc_topic_prior(self):
         structure = self._structure()

@@ -154,7 +154,7 @@ class PAMVI(PAMTopicModel):
         learning_rate=5e-3,
         adam_betas=(0.99, 0.999),
         batch_size=64,
-        max_iter=100,
+        max_iter="auto",
         batch_sampling="shuffle",
         bn_momentum=1e-3,
         bn_eps=1e-6,

@@ -43,11 +43,13 @@ class ProdLDA(NeuralTopicModel):
     The defaults were chosen by a protocol over six corpora and three seeds
     (K = 50, and 20 and 100 for the finalists; held-out NPMI, topic diversity
     and held-out likelihood; see the user guide): lighter dropout, smaller
-    shuffled batches and 50 epochs, plus free bits in the KL term, which keep
-    short documents from collapsing to the prior. ``ProdLDA.from_preset("avitm")``
-    reproduces the original AVITM code knob by knob (dropout 0.6, batches of 200
-    drawn with replacement, 100 epochs, the ELBO without free bits). Either way inference uses batch-norm statistics
-    measured over the whole training set at the end of fit (``bn_statistics``).
+    shuffled batches and 50 epochs (more on a small corpus, see ``max_iter``),
+    plus free bits in the KL term, which keep short documents from collapsing
+    to the prior. ``ProdLDA.from_preset("avitm")`` reproduces the original AVITM
+    code knob by knob (dropout 0.6, batches of 200 drawn with replacement, 100
+    epochs, the ELBO without free bits). Either way inference uses batch-norm
+    statistics measured over the whole training set at the end of fit
+    (``bn_statistics``).
 
     Presets (:meth:`from_preset`): ``"avitm"``, the paper's configuration.
 
@@ -142,7 +144,7 @@ class ProdLDA(NeuralTopicModel):
         learning_rate=2e-3,
         adam_betas=(0.99, 0.999),
         batch_size=64,
-        max_iter=50,
+        max_iter="auto",
         batch_sampling="shuffle",
         bn_momentum=1e-3,
         bn_eps=1e-3,
