@@ -16,7 +16,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import add_result_arguments, default_data_home, machine, report_only, write_results
+from _common import add_result_arguments, commit_text, default_data_home, machine, report_only, write_results
 
 CHILD = r'''
 import json, sys, time, numpy as np, torch
@@ -81,7 +81,8 @@ def report(out):
     rows, args = out["rows"], out["args"]
     cores = max(r["n_jobs"] for r in rows)  # every core: the larger n_jobs
     lines = ["# Torch threads, idle and loaded (20 Newsgroups)", "",
-             (f"Machine: {out['machine']['cpu']}, {cores} cores; 'loaded': {args['load']} busy "
+             (f"Machine: {out['machine']['cpu']}, {cores} cores; commit "
+              f"{commit_text(out['machine'])}; 'loaded': {args['load']} busy "
               "pure-Python process(es) beside the run. LDAGibbs K = 20, 100 sweeps (fit), "
               "transform and score of 2,000 test documents; ProdLDA K = 50, 5 epochs. "
               f"Median of {args['repeats']} runs, each in a fresh process."), "",

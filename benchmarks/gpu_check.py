@@ -34,9 +34,11 @@ One command, about 10 minutes at most::
    ``timed out``) and, separately, whether each goal is met or missed, computed from
    the measured numbers.
 
-Results: ``gpu_check.json`` and ``gpu_check.md`` in ``benchmarks/results/`` and in
-``--output`` (with the suite's JUnit XML and log), rewritten after every step, so
-that a run cut short still leaves what it measured. The corpora are read from
+Results: ``gpu_check.json``, ``gpu_check.md`` (the whole report) and ``gpu_check.rst``
+(the benchmarks against their goals, the table the documentation includes; both
+drawn from the JSON) in ``benchmarks/results/`` and in ``--output`` (with the suite's
+JUnit XML and log), rewritten after every step, so that a run cut short still leaves
+what it measured. The corpora are read from
 ``--data-home`` (default: ``$SKTOPICS_DATA``, else ``../shared/data`` beside the
 checkout). Where ``pytest-xdist`` is installed the suite runs in up to 8 processes.
 
@@ -44,7 +46,8 @@ checkout). Where ``pytest-xdist`` is installed the suite runs in up to 8 process
 machine without a GPU (its numbers mean nothing; its suite step runs only
 ``tests/test_gpu.py``, which skips without CUDA); it writes only to ``--output`` (a new
 temporary folder when not given), never to ``benchmarks/results/``.
-``--report-from PATH`` redraws the markdown report from a ``gpu_check.json``.
+``--report-from PATH`` redraws the report and the table beside a ``gpu_check.json``
+without measuring anything; ``--report-only`` does so for ``benchmarks/results/``.
 """
 
 import argparse
@@ -61,7 +64,14 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import RESULTS, default_data_home, machine, markdown_table  # noqa: E402
+from _common import (  # noqa: E402
+    RESULTS,
+    default_data_home,
+    machine,
+    markdown_table,
+    markdown_to_rst,
+    write_report,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -525,13 +535,118 @@ def report(results):
     return "\n".join(lines) + "\n"
 
 
+def _rate(tokens_per_s):
+    return (f"{tokens_per_s / 1e9:.2f} G" if tokens_per_s >= 1e9
+            else f"{tokens_per_s / 1e6:.0f} M") + " tokens/s"
+
+
+def table(results):
+    """The GPU benchmarks against their goals, one row a measurement (the page the
+    documentation includes as ``gpu_check.rst``), drawn from a ``gpu_check.json``."""
+    env = results["environment"]
+    bench = results.get("benchmarks", {})
+    commit = env.get("git_commit")
+    others = {name: row["git_commit"] for name, row in bench.items()
+              if row.get("git_commit") not in (None, commit)}
+    device = (f"{env.get('gpu')} ({env.get('gpu_memory_gib', 0):.0f} GiB, CUDA {env.get('cuda')})"
+              if env.get("gpu") else f"CPU ({env.get('cpu')})")
+    lines = ["# The GPU benchmarks against their goals", ""]
+    if results.get("smoke"):
+        lines += ["**Smoke run on the CPU at toy sizes: a check of the kit, not a measurement.**",
+                  ""]
+    lines += [f"Device: {device}, torch {env.get('torch')}; commit {commit}"
+              + "".join(f", {name} at {c}" for name, c in others.items())
+              + ". One timing from one run of `benchmarks/gpu_check.py` each, after a warm-up.",
+              ""]
+    rows = []
+
+    def add(what, measured, goal="", met=None, has_goal=False):
+        rows.append({"benchmark": what, "measured": measured, "goal": goal,
+                     "goal met": _verdict(met) if has_goal else ""})
+
+    def checked(name):
+        """``(measured, goal, met)`` of each goal of ``name``, by its text."""
+        return {what: (measured, goal, met) for what, measured, goal, met
+                in goals(name, bench.get(name, {}))}
+
+    def not_run(name):
+        return f"not measured (step: {_step(bench[name])})"
+
+    gibbs = bench.get("gibbs")
+    if gibbs is not None:
+        gibbs_goals = checked("gibbs")
+        measured_rows = {(r["K"], r["algorithm"]): r for r in gibbs.get("rows", [])}
+        for K, algorithm in ((50, "parallel"), (1024, "parallel"), (1024, "mh")):
+            r = measured_rows.get((K, algorithm))
+            sweep = "parallel sweep" if algorithm == "parallel" else "Metropolis-Hastings"
+            what = f"LDAGibbs, K = {K}, {sweep}" + (
+                f", {r['tokens'] / 1e6:.1f} M tokens" if r else "")
+            measured = (f"{_rate(r['tokens_per_s'])} ({r['s_per_sweep'] * 1e3:.1f} ms a sweep)"
+                        if r else not_run("gibbs"))
+            goal = gibbs_goals.get(f"K = {K}, {sweep}")
+            if goal:
+                add(what, measured, goal[1], goal[2], True)
+            else:
+                add(what + " (for comparison)", measured)
+    prodlda = bench.get("prodlda")
+    if prodlda is not None:
+        (_, goal, met), = checked("prodlda").values()
+        measured = (f"{prodlda['seconds']:.2f} s (NPMI {prodlda['npmi']:.3f}, topic diversity "
+                    f"{prodlda['topic_diversity']:.3f})" if "seconds" in prodlda
+                    else not_run("prodlda"))
+        add(f"ProdLDA, K = 50, {prodlda.get('epochs', 100)} epochs of 20 Newsgroups, batch "
+            "200, the plain loop's settings (dropout 0.6, learning rate 2e-3, batches drawn "
+            "with replacement)", measured, goal, met, True)
+        if "eager_seconds" in prodlda:
+            add("the same, steps run eagerly (`SKTOPICS_CUDA_GRAPHS=0`)",
+                f"{prodlda['eager_seconds']:.2f} s")
+        if "plain_seconds" in prodlda:
+            add("the plain torch loop of `benchmarks/_plain_vae.py`, same settings, same GPU",
+                f"{prodlda['plain_seconds']:.2f} s: ProdLDA takes "
+                f"{prodlda['ratio_to_plain']:.2f} times its time")
+    pamvi = bench.get("pamvi")
+    if pamvi is not None:
+        (_, goal, met), = checked("pamvi").values()
+        measured = (f"{pamvi['seconds']:.2f} s (NPMI {pamvi['npmi']:.3f}, topic diversity "
+                    f"{pamvi['topic_diversity']:.3f})" if "seconds" in pamvi else not_run("pamvi"))
+        add(f"PAMVI, 50 super- / 100 sub-topics, a default fit ({pamvi.get('epochs', 100)} "
+            "epochs) of 20 Newsgroups", measured, goal, met, True)
+    ais = bench.get("ais")
+    if ais is not None:
+        (_, goal, met), = checked("ais").values()
+        if "seconds" in ais:
+            what = (f"AIS, {ais['n_temperatures']:,} temperatures, the 20 Newsgroups test set "
+                    f"({ais['n_docs']:,} documents, {ais['n_tokens']:,} tokens), K = 50, one "
+                    f"chain, {ais['kernel']} kernel")
+            measured = (f"{ais['seconds']:.2f} s ({ais['token_updates_per_s'] / 1e6:.0f} M "
+                        "token-updates/s)")
+        else:
+            what, measured = "AIS, 1,000 temperatures, the 20 Newsgroups test set", not_run("ais")
+        add(what, measured, goal, met, True)
+    distributed = bench.get("distributed")
+    if distributed is not None:
+        (_, goal, met), = checked("distributed").values()
+        measured = (f"largest difference {distributed['max_abs_difference']:.1e} "
+                    f"({distributed['seconds_data_parallel']:.2f} s against "
+                    f"{distributed['seconds_alone']:.2f} s)"
+                    if "seconds_alone" in distributed else not_run("distributed"))
+        backend = f" {distributed['backend']}" if "backend" in distributed else ""
+        add("LDAGibbs, K = 50, 50 sweeps inside `data_parallel()` over a one-process"
+            f"{backend} group", measured, goal, met, True)
+    if rows:
+        lines.append(markdown_table(rows, ["benchmark", "measured", "goal", "goal met"]))
+    return "\n".join(lines) + "\n"
+
+
 def write(results, folders, final=False):
     text = report(results)
     payload = json.dumps(results, indent=2, default=str) + "\n"
+    page = markdown_to_rst(table(json.loads(payload)))
     for folder in dict.fromkeys(folders):
         folder.mkdir(parents=True, exist_ok=True)
         (folder / "gpu_check.json").write_text(payload)
         (folder / "gpu_check.md").write_text(text)
+        (folder / "gpu_check.rst").write_text(page)
     done = ["suite"] * ("suite" in results) + list(results["benchmarks"])
     print(text if final else f"[gpu_check] done: {', '.join(done) or 'environment'}", flush=True)
 
@@ -540,8 +655,8 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--data-home", default=default_data_home())
     p.add_argument("--output", "--out", dest="output", default=None, metavar="DIR",
-                   help="a folder for gpu_check.json, gpu_check.md and the suite's JUnit XML "
-                        "and log (the json and md are also written to benchmarks/results/, "
+                   help="a folder for gpu_check.json, .md and .rst and the suite's JUnit XML "
+                        "and log (the json, md and rst are also written to benchmarks/results/, "
                         "except with --smoke; default: benchmarks/results/, or a new "
                         "temporary folder with --smoke)")
     p.add_argument("--suite-timeout", type=int, default=240)
@@ -552,17 +667,23 @@ def main():
                    help="check the kit itself: CPU, toy sizes, results not written to "
                         "benchmarks/results/")
     p.add_argument("--report-from", default=None, metavar="JSON",
-                   help="only redraw the markdown report beside this gpu_check.json")
+                   help="only redraw the report (.md) and the table (.rst) beside this "
+                        "gpu_check.json; measure nothing")
+    p.add_argument("--report-only", action="store_true",
+                   help="--report-from benchmarks/results/gpu_check.json")
     p.add_argument("--child", default=None, help=argparse.SUPPRESS)
     p.add_argument("--child-out", default=None, help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.child:
         run_child(args.child, args.data_home, args.child_out, args.smoke)
         return
+    if args.report_only and not args.report_from:
+        args.report_from = RESULTS / "gpu_check.json"
     if args.report_from:
         path = Path(args.report_from)
         path.with_suffix(".md").write_text(report(json.loads(path.read_text())))
-        print(f"[gpu_check] wrote {path.with_suffix('.md')}")
+        write_report(path, table)
+        print(f"[gpu_check] wrote {path.with_suffix('.md')} and {path.with_suffix('.rst')}")
         return
     import torch
 

@@ -1,4 +1,8 @@
-"""Train one LDAGibbs model over several processes, launched by ``torchrun``.
+"""
+A torchrun script: one LDAGibbs model over several processes
+============================================================
+
+Train one LDAGibbs model over several processes, launched by ``torchrun``.
 
 Each process (rank) reads its own share of the corpus; inside ``data_parallel()`` the
 model is fitted over the union of the shares, and every rank ends with the same

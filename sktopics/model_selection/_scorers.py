@@ -330,11 +330,12 @@ def make_left_to_right_scorer(*, n_particles=20, n_filters=2, random_state=0,
 
     The recommended scorer for choosing among mixture models (LDAGibbs, AVITM,
     PAMVI, MoLDA): consistent, with a small bias already at a few particles, and
-    cheaper than fitting. On the grid search of
-    ``git show 4aef978:research/results/scorer_defaults.md`` (1,500 20 Newsgroups posts, K in {5,
-    10, 20, 40}) the default picked K = 40 like a 1,000-particle run, within 0.03
-    nats per token of it, in 0.45 s per fold against 0.79 s of fitting. ProdLDA,
-    which has no per-token topics, needs :func:`make_importance_sampling_scorer`.
+    cheaper than fitting. In a grid search over K on raw 20 Newsgroups posts the
+    default picked the K that a run with far more particles picked, where AIS at a
+    few dozen temperatures picked a smaller one; in the choosing-K benchmark
+    (:ref:`bench-scorers`) it ranks the candidates like a reference run of two filters
+    of 400 particles, for less CPU time than fitting takes. ProdLDA, which has no
+    per-token topics, needs :func:`make_importance_sampling_scorer`.
 
     Parameters
     ----------
