@@ -6,13 +6,17 @@ import sys
 
 from ._demo import MODELS, default_max_iter, model_key, run_demo
 
+# The help is plain text: no reStructuredText markup reaches a terminal.
+_TOP = "The sktopics command line (also 'python -m sktopics')."
+
 _DEMO = """\
 Fit a topic model on the BBC News corpus shipped with sktopics (offline, under two
 minutes on a 2-core CPU), as README's quick start does: CountVectorizer, then the
 model at its defaults, fitted on the 1,556 training articles. Prints the top words
 of each topic, the fit's wall time, the held-out log-likelihood per token (the
 model's score on the 335 test articles; higher is better), the mean NPMI coherence
-of the topics in the test articles and their diversity."""
+of the topics in the test articles (the default of sktopics.metrics.npmi_coherence,
+gensim's c_npmi convention) and their diversity."""
 
 
 def _models_text():
@@ -24,7 +28,9 @@ def _models_text():
 
 
 def _parsers():
-    parser = argparse.ArgumentParser(prog="sktopics", description="The sktopics command line.")
+    parser = argparse.ArgumentParser(
+        prog="sktopics", description=_TOP,
+        epilog="Run 'sktopics demo --help' for the demo's options and models.")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     demo = commands.add_parser(
         "demo", help="fit a topic model on the BBC News corpus shipped with sktopics",

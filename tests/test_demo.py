@@ -49,6 +49,17 @@ def test_demo_reports_every_promised_part(given, class_name):
     assert -1 <= npmi <= 1
 
 
+def test_plain_demo_fits_the_quick_starts_model():
+    # No --model: the quick start's LDAGibbs, at tiny size here.
+    result = _demo("--n-components", "2", "--max-iter", "2", "--top-words", "3",
+                   "--device", TEST_DEVICE)
+    assert result.returncode == 0, result.stderr
+    title, call = result.stdout.splitlines()[:2]
+    assert title.startswith("sktopics demo: LDAGibbs, ")
+    assert call.startswith("LDAGibbs(n_components=2, max_iter=2")
+    assert call.endswith("): 2 topics, 2 sweeps")
+
+
 @pytest.mark.parametrize("given", ["nope", "lda"])
 def test_unknown_model_is_an_argparse_error(given):
     result = _demo("--model", given)
@@ -70,6 +81,41 @@ def test_help_names_the_models_and_options():
     for word in ("--model", "--n-components", "--max-iter", "--random-state", *MODELS,
                  *(name for name, _ in MODELS.values())):
         assert word in result.stdout
+
+
+@pytest.mark.parametrize("args", [["--help"], ["demo", "--help"]])
+def test_help_is_plain_text(args):
+    result = subprocess.run([sys.executable, "-m", "sktopics", *args], capture_output=True,
+                            text=True, check=False, timeout=120)
+    assert result.returncode == 0 and "usage: sktopics" in result.stdout
+    # no reStructuredText reaches a terminal: literals, roles, emphasis
+    assert not re.search(r"``|:(class|func|meth|ref):|\*\*", result.stdout), result.stdout
+
+
+def test_demo_npmi_is_what_the_default_npmi_coherence_gives():
+    import io
+
+    from sktopics._demo import run_demo
+    from sktopics.datasets import load_bbc_news
+    from sktopics.metrics import npmi_coherence
+
+    out = io.StringIO()
+    report = run_demo("lda-gibbs", n_components=20, max_iter=5, device=TEST_DEVICE, top_n=3,
+                      out=out)
+    test = load_bbc_news(subset="test")
+    # the call the report names, at the metric's defaults
+    again = npmi_coherence(report["pipeline"], test.texts, top_n=10).mean
+    assert report["npmi"] == again
+    printed = float(re.search(rf"^held-out NPMI: {_NUMBER} ", out.getvalue(),
+                              re.MULTILINE).group(1))
+    assert printed == pytest.approx(again, abs=5e-4)
+    assert ("npmi_coherence(pipeline, load_bbc_news(subset='test').texts, top_n=10).mean"
+            in out.getvalue())
+    # the other convention gives another number here (with 20 topics of 10 words some
+    # pairs never meet in the 335 test articles), so the test tells them apart
+    zero = npmi_coherence(report["pipeline"], test.texts, top_n=10,
+                          zero_cooccurrence="zero").mean
+    assert abs(zero - again) > 1e-3
 
 
 @pytest.mark.parametrize("given, key", [

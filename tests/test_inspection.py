@@ -151,6 +151,33 @@ def test_pam_hierarchy_edges_and_labels_when_edges_are_weak():
     assert list(np.argmax(scores, axis=1)) == [1, 2]
 
 
+def test_pam_hierarchy_edge_labels_never_overlap():
+    import matplotlib.pyplot as plt
+
+    from sktopics.inspection import PAMHierarchyDisplay
+
+    # every super-topic leads to every sub-topic: four edges meet at each sub-topic
+    rng = np.random.default_rng(0)
+    weights = rng.dirichlet(np.ones(12), 4)
+    labels = [f"{k}: word{k} other{k} more{k}" for k in range(12)]
+    display = PAMHierarchyDisplay([0.25] * 4, weights, [f"{s}: s" for s in range(4)],
+                                  labels, min_weight=0.0, max_edges=12).plot()
+    assert set(display.edge_labels_) == {(s, k) for s in range(4) for k in range(12)}
+    for (s, k), text in display.edge_labels_.items():
+        lift = weights[s, k] * 12
+        assert text.get_text() == (f"x{lift:.1f}" if lift < 9.95 else f"x{lift:.0f}")
+    display.figure_.canvas.draw()
+    renderer = display.figure_.canvas.get_renderer()
+    boxes = [t.get_window_extent(renderer) for t in display.edge_labels_.values()]
+    boxes += [t.get_window_extent(renderer) for t in display.ax_.texts
+              if t.get_text() in labels]
+    assert len(boxes) == 4 * 12 + 12
+    overlapping = [(i, j) for i in range(len(boxes)) for j in range(i)
+                   if boxes[i].overlaps(boxes[j])]
+    assert overlapping == []
+    plt.close("all")
+
+
 def test_training_curves_are_per_token_with_a_held_out_curve():
     import matplotlib.pyplot as plt
 
@@ -183,6 +210,36 @@ def test_training_curves_are_per_token_with_a_held_out_curve():
                                -np.asarray(neural.history_[:, "train_loss"]) / train_length)
     np.testing.assert_allclose(curves["validation: ELBO per token"][1],
                                -np.asarray(neural.history_[:, "valid_loss"]) / valid_length)
+    plt.close("all")
+
+
+def test_the_training_curve_marks_where_prior_learning_starts():
+    import matplotlib.pyplot as plt
+
+    from sktopics.datasets import make_lda_corpus
+    from sktopics.inspection import TrainingCurveDisplay
+
+    X, _, _ = make_lda_corpus(n_samples=40, n_features=20, n_components=2, random_state=0)
+
+    def vertical_lines(display):
+        return [line for line in display.ax_.lines
+                if len(set(np.asarray(line.get_xdata(), dtype=float))) == 1
+                and len(line.get_xdata()) == 2]
+
+    learned = LDAGibbs(2, max_iter=30, burn_in=12, optimize_interval=5, evaluate_every=5,
+                       device="cpu", random_state=0).fit(X)
+    display = TrainingCurveDisplay.from_estimator(learned)
+    (line,) = vertical_lines(display)
+    assert list(line.get_xdata()) == [12, 12]
+    assert "burn_in = 12: prior learning starts, then every 5 sweeps" in line.get_label()
+    assert line.get_label() in [t.get_text() for t in display.ax_.get_legend().get_texts()]
+    # no line without prior learning, nor when the chain stopped before burn_in
+    for model in (LDAGibbs(2, max_iter=30, burn_in=12, optimize_interval=None,
+                           evaluate_every=5, device="cpu", random_state=0),
+                  LDAGibbs(2, max_iter=10, burn_in=12, optimize_interval=5,
+                           evaluate_every=5, device="cpu", random_state=0)):
+        shown = TrainingCurveDisplay.from_estimator(model.fit(X))
+        assert shown.burn_in is None and vertical_lines(shown) == []
     plt.close("all")
 
 

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 import torch
 from sklearn.base import BaseEstimator
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.feature_extraction.text import CountVectorizer
 from sklearn.model_selection import GridSearchCV
 from sklearn.pipeline import make_pipeline
@@ -264,6 +265,42 @@ def test_check_ranking_takes_the_larger_of_the_monte_carlo_and_fold_errors():
     assert report["error"] == report["mc_error"] > report["cv_error"]
 
 
+def _warned(cv_results):
+    with pytest.warns(RankingWarning, match="cannot rank") as caught:
+        report = check_ranking(cv_results)
+    (message,) = [str(w.message) for w in caught if "cannot rank" in str(w.message)]
+    return report, message
+
+
+def test_the_ranking_warning_gives_its_numbers_and_the_remedy_for_its_cause():
+    import re
+
+    # Monte Carlo noise decides: per candidate sqrt(2 x 0.02^2) / 2, the lead's error
+    # sqrt(2) times that, 0.02, against a lead of 0.01
+    noisy = _checked([-7.0, -7.01], stderr=0.02)
+    noisy["mean_test_budget"] = np.full(2, 20.0)
+    report, message = _warned(noisy)
+    assert report["error_kind"] == "Monte Carlo"
+    for part in ("{'k': 0} scores -7.0000", "{'k': 1} -7.0100", "a lead of 0.0100",
+                 "2 x 0.0200 = 0.0400", "Monte Carlo", "(it used 20)", "n_particles",
+                 "n_samples", "n_temperatures"):
+        assert part in message, (part, message)
+    assert "more folds" not in message
+    assert max(len(sentence) for sentence in re.split(r"(?<=\.) ", message)) < 200, message
+    # the folds disagree: the remedy is more folds, not a larger budget
+    folds = np.array([[-7.00, -7.05], [-7.10, -7.06]])
+    report, message = _warned(_checked(None, folds=folds, stderr=1e-4))
+    diff = folds[:, 1] - folds[:, 0]
+    error = np.std(diff, ddof=1) / np.sqrt(2)
+    assert report["error_kind"] == "cross-validation"
+    assert f"The standard error {error:.4f} is the cross-validation one" in message
+    assert "across the 2 folds" in message and "more folds" in message
+    assert "n_particles" not in message
+    # different budget biases decide: the remedy is the budget again
+    _, message = _warned(_checked([-7.0, -7.01], stderr=1e-4, bias=[0.06, 0.01]))
+    assert "budget biases differ" in message and "n_temperatures" in message
+
+
 def test_refit_best_with_a_named_scoring_dict():
     from functools import partial
 
@@ -324,8 +361,10 @@ def test_importance_sampling_scorer_in_a_pipeline_search():
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         search.fit(texts(40))
-    # whatever the search says is about its ranking or its budget
-    assert all(issubclass(w.category, RankingWarning) for w in caught), caught
+    # whatever the scoring says is about its ranking or its budget (the models' own
+    # warnings about their two-epoch training aside)
+    said = [w for w in caught if not issubclass(w.category, ConvergenceWarning)]
+    assert all(issubclass(w.category, RankingWarning) for w in said), said
     results = search.cv_results_
     for name in ("score", "stderr", "bias", "bias_half"):
         assert np.all(np.isfinite(results[f"mean_test_{name}"]))
@@ -389,9 +428,14 @@ def test_the_criteria_display_draws_each_metric_with_its_errors():
     assert display.best_ == {"score": 20, "coherence": 5}
     assert len(display.ax_) == 2 and display.figure_ is not None
     np.testing.assert_array_equal(display.values, [5, 10, 20])
-    # the likelihood's error is Monte Carlo: sqrt(2 x 0.01^2) / 2 per candidate
-    np.testing.assert_allclose(display.errors["score"], np.full(3, np.sqrt(2) * 0.01 / 2))
-    np.testing.assert_allclose(display.errors["coherence"], np.full(3, np.sqrt(2) * 0.01 / np.sqrt(2)))
+    # the folds agree on every difference (each fold shifts all candidates alike), so
+    # the likelihood's Monte Carlo error decides: sqrt(2 x 0.01^2) / 2 per candidate,
+    # twice in quadrature for a difference from the best (K = 20, the last); the
+    # coherence has no Monte Carlo error and no spread
+    mc = np.sqrt(2) * 0.01 / 2
+    np.testing.assert_allclose(display.errors["score"], [np.hypot(mc, mc)] * 2 + [0.0])
+    assert display.error_kinds["score"][:2] == ["Monte Carlo"] * 2
+    np.testing.assert_allclose(display.errors["coherence"], 0.0, atol=1e-12)
     np.testing.assert_allclose(display.biases["score"], [0.0, 0.01, 0.02])
     assert "n_components" in display.ax_[-1].get_xlabel()
     fig, axes = plt.subplots(1, 1)
@@ -408,6 +452,60 @@ def test_the_criteria_display_draws_each_metric_with_its_errors():
         CriteriaDisplay.from_cv_results(varying)
     with pytest.raises(TypeError, match="cv_results_"):
         CriteriaDisplay.from_estimator(LDAGibbs())
+    plt.close("all")
+
+
+def _drawn_bars(panel):
+    """``x -> half-length`` of the error bars drawn in ``panel``."""
+    (container,) = [c for c in panel.containers
+                    if type(c).__name__ == "ErrorbarContainer"]
+    segments = container.lines[2][0].get_segments()
+    return {float(seg[0][0]): (seg[1][1] - seg[0][1]) / 2 for seg in segments}
+
+
+def test_the_criteria_display_draws_the_errors_the_ranking_check_compares():
+    import matplotlib.pyplot as plt
+
+    # three folds that disagree on the order of K = 10 and 20; Monte Carlo errors far
+    # smaller than the folds' spread
+    folds = np.array([[-7.30, -7.20, -7.250],
+                      [-7.28, -7.16, -7.175],
+                      [-7.35, -7.21, -7.190]])
+    cv = {"params": [{"n_components": k} for k in (5, 10, 20)],
+          "mean_test_score": folds.mean(0)}
+    for f, row in enumerate(folds):
+        cv[f"split{f}_test_score"] = row
+        cv[f"split{f}_test_stderr"] = np.full(3, 1e-4)
+    with pytest.warns(RankingWarning, match="cross-validation"):
+        report = check_ranking(cv)
+    display = CriteriaDisplay.from_cv_results(cv)
+    best = int(np.argmax(folds.mean(0)))
+    assert best == 1 and display.best_ == {"score": 10}
+    # the bars: 2 standard errors across the folds of each candidate's difference from
+    # the best, computed here from the per-fold scores
+    drawn = _drawn_bars(display.ax_[0])
+    assert set(drawn) == {5.0, 20.0}  # none on the best
+    for i, k in ((0, 5.0), (2, 20.0)):
+        diff = folds[:, i] - folds[:, best]
+        assert drawn[k] == pytest.approx(2 * np.std(diff, ddof=1) / np.sqrt(3))
+    # the runner-up's bar is the lead's error the warning compares, and it reaches the
+    # best mean because the ranking is not settled
+    assert drawn[20.0] == pytest.approx(2 * report["error"])
+    assert cv["mean_test_score"][2] + drawn[20.0] > cv["mean_test_score"][1]
+    labels = display.ax_[0].get_legend_handles_labels()[1]
+    bar_label = next(label for label in labels if "s.e." in label)
+    assert "\u00b12 s.e. of the gap to the best, across folds" in bar_label
+    mc = np.sqrt(3 * 1e-4**2) / 3
+    assert "RankingWarning" in bar_label
+    assert f"Monte Carlo s.e. at most {np.hypot(mc, mc):.2g}" in bar_label
+    # with large Monte Carlo errors those decide, and the legend says so
+    for f in range(3):
+        cv[f"split{f}_test_stderr"] = np.full(3, 0.1)
+    wide = CriteriaDisplay.from_cv_results(cv, n_sigma=3.0)
+    mc = np.sqrt(3 * 0.1**2) / 3
+    assert _drawn_bars(wide.ax_[0])[20.0] == pytest.approx(3 * np.hypot(mc, mc))
+    labels = wide.ax_[0].get_legend_handles_labels()[1]
+    assert any("\u00b13 s.e. of the gap to the best, Monte Carlo" in label for label in labels)
     plt.close("all")
 
 

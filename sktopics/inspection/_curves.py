@@ -11,8 +11,15 @@ __all__ = ["TrainingCurveDisplay"]
 class TrainingCurveDisplay(DisplayMixin):
     """A model's training objective per token against its iterations.
 
-    LDAGibbs: the joint log-likelihood ``log p(w, z)`` per token at every evaluated
-    sweep. The neural models: the ELBO per token of every epoch (minus the
+    LDAGibbs: the joint log-likelihood ``log p(w, z | alpha, beta)`` per token at
+    every evaluated sweep, under the priors of that sweep. With prior learning
+    (``optimize_interval`` set) a dashed line marks ``burn_in``, after which the
+    priors are re-estimated every ``optimize_interval`` sweeps: the curve then
+    follows a target that moves. It jumps at the first update (the new priors fit
+    the current counts better), then falls below where a run with fixed priors
+    would be for a few tens of sweeps, as the chain moves to the states typical of
+    the new priors, and climbs again; that dip is the priors moving, not a fault of
+    the sampler. The neural models: the ELBO per token of every epoch (minus the
     per-document training loss over the mean training document length), and the
     validation ELBO when ``validation_fraction`` was set. Higher is better for
     both. A held-out curve (e.g. :func:`~sktopics.model_selection.iteration_ais`
@@ -23,6 +30,11 @@ class TrainingCurveDisplay(DisplayMixin):
     curves : dict
         ``label -> (x, y)`` arrays.
     xlabel, ylabel : str
+    burn_in : int or None, default=None
+        The sweep after which the priors are learned (a vertical line); ``None``:
+        no line.
+    optimize_interval : int or None, default=None
+        Sweeps between prior updates after ``burn_in``, for the line's label.
 
     Attributes
     ----------
@@ -30,10 +42,12 @@ class TrainingCurveDisplay(DisplayMixin):
     ax_ : matplotlib Axes
     """
 
-    def __init__(self, curves, xlabel, ylabel):
+    def __init__(self, curves, xlabel, ylabel, *, burn_in=None, optimize_interval=None):
         self.curves = curves
         self.xlabel = xlabel
         self.ylabel = ylabel
+        self.burn_in = burn_in
+        self.optimize_interval = optimize_interval
 
     @classmethod
     def from_estimator(cls, estimator, *, held_out=None, held_out_at=None, ax=None):
@@ -55,13 +69,18 @@ class TrainingCurveDisplay(DisplayMixin):
         display : TrainingCurveDisplay
         """
         model = final_estimator(estimator)
-        curves = {}
+        curves, priors = {}, {}
         if hasattr(model, "log_likelihood_trace_"):
             # A streamed model's entries cover the shard of their own call.
             tokens = getattr(model, "log_likelihood_n_tokens_", model.n_train_tokens_)
+            sweeps = np.asarray(model.log_likelihood_sweeps_)
             curves["training: log p(w, z) per token"] = (
-                model.log_likelihood_sweeps_, model.log_likelihood_trace_ / tokens)
+                sweeps, model.log_likelihood_trace_ / tokens)
             xlabel, ylabel = "sweep", "nats per token"
+            interval = getattr(model, "optimize_interval", None)
+            # the priors were learned if the chain ran past burn_in
+            if interval is not None and len(sweeps) and sweeps.max() > model.burn_in:
+                priors = {"burn_in": model.burn_in, "optimize_interval": interval}
         elif hasattr(model, "history_"):
             history = model.history_
             epochs = np.asarray(history[:, "epoch"])
@@ -72,7 +91,7 @@ class TrainingCurveDisplay(DisplayMixin):
             xlabel, ylabel = "epoch", "nats per token"
         else:
             raise ValueError(f"{type(model).__name__} records no training curve.")
-        display = cls(curves, xlabel, ylabel)
+        display = cls(curves, xlabel, ylabel, **priors)
         if held_out is not None:
             at = held_out_at
             if at is None:
@@ -106,6 +125,11 @@ class TrainingCurveDisplay(DisplayMixin):
             x, y, err = self.held_out
             ax.errorbar(x, y, yerr=np.nan_to_num(err), marker="o", capsize=3,
                         label="held-out: log p(w) per token")
+        if self.burn_in is not None:
+            every = (f", then every {self.optimize_interval} sweeps"
+                     if self.optimize_interval is not None else "")
+            ax.axvline(self.burn_in, color="grey", linestyle="--", linewidth=1,
+                       label=f"burn_in = {self.burn_in}: prior learning starts{every}")
         ax.set_xlabel(self.xlabel)
         ax.set_ylabel(self.ylabel)
         ax.legend(fontsize=8)

@@ -19,10 +19,13 @@ class PAMHierarchyDisplay(DisplayMixin):
 
     An edge shows how much more often than uniform a super-topic's tokens go on to a
     sub-topic: its weight in ``level_weights_`` (the share of the tokens through
-    the node that continue to the child) times the number of sub-topics, written on
-    the edge (``x2.1``); its width grows with that ratio. A super-topic draws its
+    the node that continue to the child) times the number of sub-topics; its width
+    grows with that ratio. The ratio (``x2.1``) is written where the edge arrives,
+    in its super-topic's colour, before the sub-topic's words: one slot per edge,
+    the strongest first, so that no two labels overlap however many edges meet at a
+    sub-topic (``edge_labels_`` holds them). A super-topic draws its
     strongest ``max_edges`` edges above ``min_weight``, and every sub-topic its
-    strongest edge, dashed when it is below ``min_weight``, so that none is left
+    strongest edge, dotted when it is below ``min_weight``, so that none is left
     unconnected. Sub-topics are grouped under the super-topic that leads to them
     most, so the picture stays readable at 50 sub-topics.
 
@@ -42,6 +45,8 @@ class PAMHierarchyDisplay(DisplayMixin):
     ----------
     figure_ : matplotlib Figure
     ax_ : matplotlib Axes
+    edge_labels_ : dict
+        ``(super, sub) -> matplotlib Text`` of every drawn edge's label.
     """
 
     def __init__(self, root_weights, sub_weights, super_labels, sub_labels, min_weight,
@@ -120,30 +125,60 @@ class PAMHierarchyDisplay(DisplayMixin):
         for s in range(n_super):
             ax.plot([x_root, x_super], [0.5, y_super[s]], color="grey",
                     linewidth=0.5 + 6 * self.root_weights[s], alpha=0.6)
-        for s, k in _drawn_edges(self.sub_weights, self.min_weight, self.max_edges):
+        edges = _drawn_edges(self.sub_weights, self.min_weight, self.max_edges)
+        for s, k in edges:
             weak = self.sub_weights[s, k] <= self.min_weight
-            y = (y_super[s], y_sub[k])
-            ax.plot([x_super, x_sub], y, color=f"C{s % 10}", alpha=0.6,
-                    linestyle=":" if weak else "-",
+            ax.plot([x_super, x_sub], (y_super[s], y_sub[k]), color=f"C{s % 10}", alpha=0.6,
+                    linestyle=":" if weak else "-", solid_capstyle="butt",
                     linewidth=0.5 + width * max(lift[s, k] - 1.0, 0.0))
-            ax.text(x_super + 0.86 * (x_sub - x_super), y[0] + 0.86 * (y[1] - y[0]),
-                    f"x{lift[s, k]:.1f}", fontsize=6, color=f"C{s % 10}", ha="center",
-                    va="center", bbox=dict(boxstyle="round,pad=0.1", facecolor="white",
-                                           edgecolor="none", alpha=0.7))
+        # Each edge's label where it arrives, in a slot of its sub-topic's row (rows are
+        # a line of text apart, slots wider than the widest label), strongest first;
+        # the sub-topics' words start after the most slots any row needs.
+        arriving = {k: sorted((s for s, j in edges if j == k), key=lambda s: -lift[s, k])
+                    for k in range(n_sub)}
+        slot, gap = 4.4 * _EDGE_FONT, 3.0  # points
+        self.edge_labels_ = {}
+        for k, supers in arriving.items():
+            for i, s in enumerate(supers):
+                self.edge_labels_[s, k] = ax.annotate(
+                    _lift_text(lift[s, k]), (x_sub, y_sub[k]),
+                    xytext=(gap + i * slot, 0), textcoords="offset points",
+                    fontsize=_EDGE_FONT, color=f"C{s % 10}", ha="left", va="center")
+        words_at = gap + slot * max(len(supers) for supers in arriving.values())
         for s in range(n_super):
             ax.text(x_super, y_super[s], self.super_labels[s], ha="center", va="center",
-                    fontsize=9, bbox=dict(boxstyle="round", facecolor=f"C{s % 10}", alpha=0.3))
+                    fontsize=9, bbox=dict(boxstyle="round", facecolor=_pale(f"C{s % 10}"),
+                                          edgecolor=f"C{s % 10}"))
         for k in range(n_sub):
-            ax.text(x_sub + 0.01, y_sub[k], self.sub_labels[k], ha="left", va="center",
-                    fontsize=8 if n_sub <= 30 else 7, color=f"C{owner[k] % 10}")
+            ax.annotate(self.sub_labels[k], (x_sub, y_sub[k]), xytext=(words_at, 0),
+                        textcoords="offset points", ha="left", va="center",
+                        fontsize=8 if n_sub <= 30 else 7, color=f"C{owner[k] % 10}")
         ax.text(x_root, 0.5, "root", ha="left", va="bottom", fontsize=10)
-        ax.text(x_super, -0.02, f"edges: how often a super-topic's tokens go on to a "
-                f"sub-topic, against uniform (1/{n_sub}); dotted: a sub-topic's strongest edge "
-                "below min_weight", fontsize=7, color="grey", ha="left", va="top")
+        ax.text(x_super, -0.02, "edges: how often a super-topic's tokens go on to a "
+                f"sub-topic, against uniform (1/{n_sub}), written before the sub-topic in "
+                "the super-topic's colour;\ndotted: a sub-topic's strongest edge below "
+                "min_weight", fontsize=7, color="grey", ha="left", va="top")
         ax.set_xlim(0, 1)
         ax.set_ylim(0, 1)
         ax.axis("off")
         return self._drawn(ax)
+
+
+#: Font size of the edges' labels, in points.
+_EDGE_FONT = 7
+
+
+def _lift_text(lift):
+    """``x2.1`` (``x12`` from 10 on: a label never needs more than its slot)."""
+    return f"x{lift:.1f}" if lift < 9.95 else f"x{lift:.0f}"
+
+
+def _pale(color):
+    """``color`` mixed with three parts of white, opaque: a label box that hides the
+    edges behind it."""
+    from matplotlib.colors import to_rgb
+
+    return tuple(0.7 + 0.3 * c for c in to_rgb(color))
 
 
 def _distinctive(super_word, root_weights):

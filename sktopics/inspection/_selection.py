@@ -2,9 +2,11 @@
 
 
 import numbers
+import warnings
 
 import numpy as np
 
+from ..model_selection import RankingWarning, check_ranking
 from ..utils._cv_results import LIKELIHOOD_METRICS, fold_scores
 from ._common import DisplayMixin
 
@@ -34,15 +36,23 @@ class CriteriaDisplay(DisplayMixin):
     """A search's criteria against one parameter, one panel each, with their errors.
 
     Each panel draws one metric's mean over the folds against the parameter's
-    values (e.g. the number of topics), with error bars of two standard errors,
-    and marks its best value. A likelihood scored with ``return_stderr=True``
-    (metrics ``"score"``, ``"stderr"``, ``"bias"``) gets its Monte Carlo errors and,
-    as a thin bar above each point, its budget bias (how much more the score may
-    rise with a larger budget); other metrics get the standard error of their mean
-    over the folds. The criteria need not agree: held-out likelihood rewards
-    models that predict unseen words, coherence topics whose top words co-occur,
-    diversity topics that do not share their top words. The picture shows where
-    they part.
+    values (e.g. the number of topics) and marks its best value. The error bars are
+    what decides a ranking: on each candidate, ``n_sigma`` standard errors of its
+    difference from the best candidate's mean, by the rule of
+    :func:`~sktopics.model_selection.check_ranking` (its ``gap_errors``; the
+    likelihood's :class:`~sktopics.model_selection.RankingWarning` is issued by that
+    rule): the standard deviation across the folds of the per-fold differences over
+    ``sqrt(k)`` or, for a likelihood scored with ``return_stderr=True`` (metrics
+    ``"score"``, ``"stderr"``, ``"bias"``), the Monte Carlo error of the difference
+    when that is larger. A bar that reaches the dashed line at the best mean marks
+    a candidate the search cannot tell from the best. The legend says which error
+    decided; when the folds' did, it gives the largest Monte Carlo error too, which
+    is then not drawn (it is the smaller). The best candidate has no bar: its
+    difference from itself is 0. A likelihood's budget bias (how much more its score
+    may rise with a larger budget) is a thin bar above each point. The criteria
+    need not agree: held-out likelihood rewards models that predict unseen words,
+    coherence topics whose top words co-occur, diversity topics that do not share
+    their top words. The picture shows where they part.
 
     Parameters
     ----------
@@ -51,13 +61,20 @@ class CriteriaDisplay(DisplayMixin):
     means : dict
         ``metric -> array (n_candidates,)`` of mean scores (greater is better).
     errors : dict
-        ``metric -> array (n_candidates,)`` of standard errors (NaN: unknown).
+        ``metric -> array (n_candidates,)`` of the standard errors of each
+        candidate's difference from the best (0 for the best, NaN: unknown).
     biases : dict
         ``metric -> array (n_candidates,)`` of budget biases (may be empty).
     param : str
         The parameter's name, for the x-axis.
     error_kinds : dict
-        ``metric -> "Monte Carlo"`` or ``"folds"``, for the legend.
+        ``metric -> list`` of each candidate's ``"cross-validation"`` or ``"Monte
+        Carlo"`` (which error is in ``errors``), or None, for the legend.
+    mc_errors : dict or None, default=None
+        ``metric -> array (n_candidates,)`` of the Monte Carlo standard errors of
+        the differences, for the legend; ``None``: none.
+    n_sigma : float, default=2.0
+        The bars' half-length, in standard errors (``check_ranking``'s ``n_sigma``).
 
     Attributes
     ----------
@@ -82,17 +99,20 @@ class CriteriaDisplay(DisplayMixin):
     {'score': 20, 'coherence': 5}
     """
 
-    def __init__(self, values, means, errors, biases, param, error_kinds):
+    def __init__(self, values, means, errors, biases, param, error_kinds, mc_errors=None,
+                 n_sigma=2.0):
         self.values = np.asarray(values)
         self.means = means
         self.errors = errors
         self.biases = biases
         self.param = param
         self.error_kinds = error_kinds
+        self.mc_errors = {} if mc_errors is None else mc_errors
+        self.n_sigma = n_sigma
         self.best_ = {m: _plain(self.values[int(np.nanargmax(v))]) for m, v in means.items()}
 
     @classmethod
-    def from_cv_results(cls, cv_results, *, param=None, metrics=None, ax=None):
+    def from_cv_results(cls, cv_results, *, param=None, metrics=None, n_sigma=2.0, ax=None):
         """Read a search's ``cv_results_`` and draw its criteria.
 
         Parameters
@@ -107,6 +127,9 @@ class CriteriaDisplay(DisplayMixin):
         metrics : sequence of str or None, default=None
             The metrics to draw, in order; ``None``: every ``mean_test_*`` except
             the likelihood's ``stderr`` and ``bias``.
+        n_sigma : float, default=2.0
+            The error bars' half-length in standard errors, as ``n_sigma`` of
+            :func:`~sktopics.model_selection.check_ranking`.
         ax : sequence of matplotlib Axes or None, default=None
             One per metric; ``None``: a new figure.
 
@@ -140,32 +163,25 @@ class CriteriaDisplay(DisplayMixin):
         # numbers in increasing order; other values (strings, None...) as searched
         order = (np.argsort(values.astype(float), kind="stable") if numeric
                  else np.arange(len(values)))
-        means, errors, biases, kinds = {}, {}, {}, {}
+        means, errors, biases, kinds, mc_errors = {}, {}, {}, {}, {}
         for m in metrics:
             means[m] = np.asarray(cv_results[f"mean_test_{m}"], dtype=float)[order]
-            mc = fold_scores(cv_results, "stderr") if m == "score" else None
-            folds = fold_scores(cv_results, m)
-            if mc is not None:
-                errors[m] = (np.sqrt(np.nansum(mc**2, axis=0)) / mc.shape[0])[order]
-                kinds[m] = "Monte Carlo"
-                if "mean_test_bias" in cv_results:
-                    biases[m] = np.asarray(cv_results["mean_test_bias"], dtype=float)[order]
-            elif folds is not None and folds.shape[0] > 1:
-                errors[m] = (folds.std(0, ddof=1) / np.sqrt(folds.shape[0]))[order]
-                kinds[m] = "folds"
-            else:
-                errors[m] = np.full(len(values), np.nan)
-                kinds[m] = None
-        return cls(values[order], means, errors, biases, key, kinds).plot(ax=ax)
+            error, kind, mc_error = _gap_errors(cv_results, m, len(values))
+            errors[m], kinds[m], mc_errors[m] = error[order], [kind[i] for i in order], \
+                mc_error[order]
+            if m == "score" and "mean_test_bias" in cv_results:
+                biases[m] = np.asarray(cv_results["mean_test_bias"], dtype=float)[order]
+        return cls(values[order], means, errors, biases, key, kinds, mc_errors,
+                   n_sigma).plot(ax=ax)
 
     @classmethod
-    def from_estimator(cls, search, *, param=None, metrics=None, ax=None):
+    def from_estimator(cls, search, *, param=None, metrics=None, n_sigma=2.0, ax=None):
         """Draw the criteria of a fitted search (``GridSearchCV`` and the like).
 
         Parameters
         ----------
         search : fitted search with ``cv_results_``
-        param, metrics, ax :
+        param, metrics, n_sigma, ax :
             As in :meth:`from_cv_results`.
 
         Returns
@@ -175,7 +191,8 @@ class CriteriaDisplay(DisplayMixin):
         if not hasattr(search, "cv_results_"):
             raise TypeError(f"{type(search).__name__} has no cv_results_: pass a fitted "
                             "GridSearchCV (or another search).")
-        return cls.from_cv_results(search.cv_results_, param=param, metrics=metrics, ax=ax)
+        return cls.from_cv_results(search.cv_results_, param=param, metrics=metrics,
+                                   n_sigma=n_sigma, ax=ax)
 
     def plot(self, *, ax=None):
         """Draw the panels.
@@ -194,7 +211,7 @@ class CriteriaDisplay(DisplayMixin):
         if ax is None:
             plt = self._axes_module()
             figure, axes = plt.subplots(len(metrics), 1, sharex=True,
-                                        figsize=(6, 1.0 + 2.1 * len(metrics)), squeeze=False)
+                                        figsize=(9.5, 1.0 + 2.1 * len(metrics)), squeeze=False)
             axes = axes[:, 0]
         else:
             axes = np.atleast_1d(np.asarray(ax, dtype=object))
@@ -207,23 +224,34 @@ class CriteriaDisplay(DisplayMixin):
         x = (np.asarray(self.values, dtype=float) if numeric
              else np.arange(len(self.values), dtype=float))
         for panel, m in zip(axes, metrics):
-            err = 2 * np.nan_to_num(self.errors[m])
-            kind = self.error_kinds[m]
-            label = "mean" + ({"Monte Carlo": " +/- 2 Monte Carlo s.e.",
-                               "folds": " +/- 2 s.e. over the folds"}.get(kind, ""))
-            panel.errorbar(x, self.means[m], yerr=err, marker="o", capsize=3, label=label)
-            if m in self.biases:
+            mean = self.means[m]
+            best = int(np.nanargmax(mean))
+            panel.plot(x, mean, marker="o", color="C0", label="mean over the folds")
+            bar = self.n_sigma * np.asarray(self.errors[m], dtype=float)
+            shown = np.isfinite(bar) & (np.arange(len(x)) != best)
+            if shown.any():
+                panel.errorbar(x[shown], mean[shown], yerr=bar[shown], fmt="none",
+                               ecolor="C0", capsize=4,
+                               label=self._bar_label(m, list(np.flatnonzero(shown))))
+                panel.axhline(mean[best], color="C1", linestyle="--", linewidth=0.8,
+                              label="best mean: a bar that reaches it is a tie")
+            if m in self.biases:  # beside the error bars, not over them
+                from matplotlib.transforms import offset_copy
+
                 bias = np.nan_to_num(self.biases[m])
-                panel.vlines(x, self.means[m], self.means[m] + bias, color="C3", linewidth=3,
-                             alpha=0.6, label="budget bias (may still rise)")
-            best = int(np.nanargmax(self.means[m]))
-            panel.plot([x[best]], [self.means[m][best]], marker="*", markersize=14, color="C1",
+                panel.vlines(x, mean, mean + bias, color="C3", linewidth=3, alpha=0.6,
+                             label="budget bias (may still rise)",
+                             transform=offset_copy(panel.transData, figure, x=5,
+                                                   units="points"))
+                panel.update_datalim(np.column_stack([x, mean + bias]))  # not autoscaled
+                panel.autoscale_view()
+            panel.plot([x[best]], [mean[best]], marker="*", markersize=14, color="C1",
                        linestyle="none", label=f"best: {self.param.split('__')[-1]} = "
                                                f"{self.values[best]}")
             panel.set_ylabel(_LABELS.get(m, m), fontsize=9)
             if m in _TITLES:
                 panel.set_title(_TITLES[m], fontsize=9, loc="left")
-            panel.legend(fontsize=7, loc="best")
+            panel.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
         if not numeric:
             axes[-1].set_xticks(x, [str(v) for v in self.values])
         elif x.min() > 0 and x.max() / x.min() >= 8:
@@ -233,7 +261,40 @@ class CriteriaDisplay(DisplayMixin):
         axes[-1].set_xlabel(self.param.split("__")[-1])
         return self._drawn(axes, figure)
 
+    def _bar_label(self, metric, drawn):
+        """The legend of ``metric``'s error bars: how long, and which error decided."""
+        kinds = {self.error_kinds[metric][i] for i in drawn}
+        if kinds == {"cross-validation"}:
+            which = "across folds"
+        elif kinds == {"Monte Carlo"}:
+            which = "Monte Carlo"
+        else:
+            which = "the larger of across folds and Monte Carlo"
+        label = f"\u00b1{self.n_sigma:g} s.e. of the gap to the best, {which}"
+        mc = np.asarray(self.mc_errors.get(metric, np.full(len(self.values), np.nan)),
+                        dtype=float)[drawn]
+        note = ("; Monte Carlo s.e. at most "
+                f"{np.nanmax(mc):.2g}" if "Monte Carlo" not in kinds and np.isfinite(mc).any()
+                else "")
+        rule = "RankingWarning" if metric == "score" else "check_ranking"
+        return f"{label}\n({rule}'s rule{note})"
+
     def _axes_module(self):
         from ._common import check_matplotlib
 
         return check_matplotlib(type(self).__name__)
+
+
+def _gap_errors(cv_results, metric, n):
+    """The standard errors of each candidate's difference from the best in ``metric``,
+    their kinds and the Monte Carlo ones, as :func:`check_ranking` computes them (NaN
+    where there is neither a second fold nor a Monte Carlo error)."""
+    likelihood = metric == "score"
+    stderr = "stderr" if likelihood and fold_scores(cv_results, "stderr") is not None else None
+    if stderr is None and fold_scores(cv_results, metric) is None:
+        return np.full(n, np.nan), [None] * n, np.full(n, np.nan)
+    with warnings.catch_warnings():  # drawn here; check_ranking and refit_best say it
+        warnings.simplefilter("ignore", RankingWarning)
+        report = check_ranking(cv_results, score=metric, stderr=stderr,
+                               bias="bias" if likelihood else None)
+    return report["gap_errors"], report["gap_error_kinds"], report["gap_mc_errors"]

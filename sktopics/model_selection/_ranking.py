@@ -57,6 +57,13 @@ def check_ranking(cv_results, *, score="score", stderr="stderr", bias="bias",
       score from half the budget) above ``bias_tolerance``, or unknown (NaN: a
       budget of 1).
 
+    The warning gives the two candidates, their scores and lead, the standard error
+    that decided and which kind it is, and the remedy for that cause: more folds or
+    documents when the folds disagree; the scorer's budget (``n_particles``,
+    ``n_samples`` or ``n_temperatures``) when its Monte Carlo noise or its budget
+    bias decides. ``cv_results`` does not say which scorer made it, so the warning
+    names the budget parameter of each.
+
     Parameters
     ----------
     cv_results : dict
@@ -82,7 +89,15 @@ def check_ranking(cv_results, *, score="score", stderr="stderr", bias="bias",
         (difference of their estimated budget biases, 0 when unknown),
         ``over_tolerance`` (indices of the candidates whose bias exceeds the
         tolerance), ``slow`` (those of the best candidate and the runner-up
-        converging more slowly than 1 / budget) and ``settled`` (bool).
+        converging more slowly than 1 / budget) and ``settled`` (bool). For every
+        candidate, the standard error of its difference from the best candidate's
+        mean, by the same rule as ``error``: ``gap_errors`` (the larger of the two),
+        ``gap_error_kinds`` (which one that is), ``gap_cv_errors`` and
+        ``gap_mc_errors`` (arrays indexed like ``params``; 0 for the best candidate,
+        whose difference from itself is 0; the runner-up's entries are ``error``,
+        ``error_kind``, ``cv_error`` and ``mc_error``).
+        :class:`~sktopics.inspection.CriteriaDisplay` draws ``n_sigma`` times
+        ``gap_errors`` as its error bars.
 
     See Also
     --------
@@ -96,6 +111,7 @@ def check_ranking(cv_results, *, score="score", stderr="stderr", bias="bias",
     mc_folds = fold_scores(cv_results, stderr) if stderr is not None else None
     mc = (np.sqrt(np.nansum(mc_folds**2, axis=0)) / mc_folds.shape[0]
           if mc_folds is not None else np.full(n, np.nan))
+    budgets = mean_scores(cv_results, "budget", n)
 
     if bias_tolerance is None:
         recorded = mean_scores(cv_results, "bias_tolerance", n)
@@ -107,37 +123,32 @@ def check_ranking(cv_results, *, score="score", stderr="stderr", bias="bias",
         if over:
             worst = int(np.nanargmax(biases))
             warn(f"The budget checks of {len(over)} of {n} candidates rose by more than "
-                 f"bias_tolerance={bias_tolerance:g} nats per token (most: "
-                 f"{biases[worst]:.4f}, {params[worst]}): their scores are biased low "
-                 "by at least about as much, and by more for larger models. Raise the "
-                 "scorer's budget (n_temperatures / n_particles / n_samples).",
-                 RankingWarning)
+                 f"bias_tolerance={bias_tolerance:g} nats per token. The largest rise is "
+                 f"{biases[worst]:.4f}, for {params[worst]}. Their scores are biased low by "
+                 "at least that much, and by more for larger models. Raise the scorer's "
+                 f"budget{_used(budgets)}: {_BUDGETS}.", RankingWarning)
         if unknown:
             warn(f"The budget of {len(unknown)} of {n} candidates could not be checked "
                  "(a budget of 1 has no half budget to compare with): their biases are "
                  "unknown.", RankingWarning)
 
+    per_fold = fold_scores(cv_results, score)
     if n < 2:
+        zeros = np.zeros(n)
         return {"best": int(order[0]), "runner_up": None, "lead": np.nan, "error": np.nan,
                 "error_kind": None, "mc_error": np.nan, "cv_error": np.nan,
-                "bias_gap": 0.0, "over_tolerance": over, "slow": [], "settled": True}
+                "bias_gap": 0.0, "over_tolerance": over, "slow": [], "settled": True,
+                "gap_errors": zeros, "gap_error_kinds": [None] * n, "gap_cv_errors": zeros,
+                "gap_mc_errors": zeros}
     best, runner_up = int(order[0]), int(order[1])
     lead = float(means[best] - means[runner_up])
-    mc_error = float(np.hypot(mc[best], mc[runner_up]))
-    per_fold = fold_scores(cv_results, score)
     if per_fold is None and mc_folds is None:
         raise KeyError(f"cv_results has neither 'split*_test_{stderr}' nor "
                        f"'split*_test_{score}': score with a scorer made with "
                        "return_stderr=True, or pass a fitted search's cv_results_.")
-    cv_error = float("nan")
-    if per_fold is not None and per_fold.shape[0] > 1:
-        diff = per_fold[:, best] - per_fold[:, runner_up]
-        cv_error = float(np.std(diff, ddof=1) / np.sqrt(len(diff)))
-    if np.isnan(cv_error) or (not np.isnan(mc_error) and mc_error >= cv_error):
-        combined, kind = mc_error, ("Monte Carlo" if not np.isnan(mc_error) else
-                                    "cross-validation")
-    else:
-        combined, kind = cv_error, "cross-validation"
+    cv_errors, mc_errors, errors, kinds = _gap_errors(per_fold, mc, best)
+    cv_error, mc_error = float(cv_errors[runner_up]), float(mc_errors[runner_up])
+    combined, kind = float(errors[runner_up]), kinds[runner_up]
 
     # the bias left at the full budget: if each doubling shrinks the rise by a factor
     # r, what is left is the last rise times r / (1 - r) (1/budget: r = 1/2, the last
@@ -158,32 +169,111 @@ def check_ranking(cv_results, *, score="score", stderr="stderr", bias="bias",
 
     settled = bool(lead > n_sigma * np.nan_to_num(combined, nan=np.inf) + bias_gap)
     if not settled:
-        budget = (" plus the difference of their estimated budget biases "
-                  f"({bias_gap:.5f})" if bias_gap else "")
+        n_folds = 0 if per_fold is None else per_fold.shape[0]
+        sentences = [
+            "The search cannot rank its two best candidates.",
+            f"{params[best]} scores {means[best]:.4f} and {params[runner_up]} "
+            f"{means[runner_up]:.4f} nats per token: a lead of {lead:.4f}.",
+            _rule(n_sigma, combined, bias_gap),
+            _decisive(kind, combined, cv_error, mc_error, n_folds),
+        ]
         if slow:
             detail = "; ".join(f"{params[i]}: {halves[i]:.4f} then {biases[i]:.4f}"
                                for i in slow)
-            budget += (" (extrapolated: their scores converge more slowly than 1 / budget, "
-                       "rises from a quarter to half and from half to the full budget, "
-                       f"per token: {detail}; the bias left may be several times the "
-                       "last rise)")
+            sentences.append(
+                f"Scores converging more slowly than 1 / budget ({detail}: the rises per "
+                "token from a quarter to half and from half to the full budget) may leave "
+                "several times the last rise as bias.")
         if bias_gap >= n_sigma * np.nan_to_num(combined):
-            remedy = ("their budget biases differ by more than the errors: raise "
-                      "n_particles / n_temperatures / n_samples")
+            sentences.append("Their budget biases differ by more than the errors: raise the "
+                             f"scorer's budget{_used(budgets)}: {_BUDGETS}.")
         elif kind == "Monte Carlo":
-            remedy = ("raise n_particles / n_temperatures / n_samples, or treat them as "
-                      "equally good")
+            sentences.append(f"To tell them apart, raise the scorer's budget{_used(budgets)}: "
+                             f"{_BUDGETS}. Or treat them as equally good.")
         else:
-            remedy = "the folds disagree: treat them as equally good, or use more folds"
-        warn(
-            f"The best candidate {params[best]} leads the next, "
-            f"{params[runner_up]}, by {lead:.5f} per token: not more "
-            f"than {n_sigma:g} {kind} standard errors ({combined:.5f}){budget}. This "
-            f"search cannot rank them: {remedy}.",
-            RankingWarning)
+            sentences.append("The folds disagree: use more folds (cv=) or more documents, or "
+                             "treat them as equally good.")
+        warn(" ".join(filter(None, sentences)), RankingWarning)
     return {"best": best, "runner_up": runner_up, "lead": lead, "error": combined,
             "error_kind": kind, "mc_error": mc_error, "cv_error": cv_error,
-            "bias_gap": bias_gap, "over_tolerance": over, "slow": slow, "settled": settled}
+            "bias_gap": bias_gap, "over_tolerance": over, "slow": slow, "settled": settled,
+            "gap_errors": errors, "gap_error_kinds": kinds, "gap_cv_errors": cv_errors,
+            "gap_mc_errors": mc_errors}
+
+
+def _gap_errors(per_fold, mc, reference):
+    """The standard errors of every candidate's lead over ``reference`` (or deficit).
+
+    ``per_fold``: ``(folds, candidates)`` scores or None; ``mc``: each candidate's
+    Monte Carlo error of its mean over the folds (NaN: unknown). Returns the
+    cross-validation errors (the standard deviation of the per-fold differences over
+    ``sqrt(k)``; NaN below two folds), the Monte Carlo errors (the two candidates'
+    combined in quadrature), the larger of the two (the one :func:`check_ranking`
+    compares) and its kind (``"cross-validation"`` or ``"Monte Carlo"``). The
+    reference's own entries are 0: its gap to itself is exactly 0.
+    """
+    mc = np.asarray(mc, dtype=float)
+    n = len(mc)
+    cv = np.full(n, np.nan)
+    if per_fold is not None and per_fold.shape[0] > 1:
+        diff = per_fold - per_fold[:, [reference]]
+        cv = np.std(diff, axis=0, ddof=1) / np.sqrt(diff.shape[0])
+    mc_gap = np.hypot(mc, mc[reference])
+    cv[reference] = mc_gap[reference] = 0.0
+    errors, kinds = np.empty(n), []
+    for i in range(n):
+        if np.isnan(cv[i]) or (not np.isnan(mc_gap[i]) and mc_gap[i] >= cv[i]):
+            errors[i] = mc_gap[i]
+            kinds.append("Monte Carlo" if not np.isnan(mc_gap[i]) else "cross-validation")
+        else:
+            errors[i] = cv[i]
+            kinds.append("cross-validation")
+    return cv, mc_gap, errors, kinds
+
+
+#: The budget parameter of each likelihood scorer, for the warnings' remedies (the
+#: scorers record how large their budget was, not which parameter set it).
+_BUDGETS = ("n_particles for the left-to-right scorer, n_samples for importance "
+            "sampling, n_temperatures for AIS and ratio AIS")
+
+
+def _used(budgets):
+    """`` (it used 20)``: the recorded budgets of a scorer, if it recorded them."""
+    used = np.unique(budgets[np.isfinite(budgets)])
+    if not len(used):
+        return ""
+    return " (it used " + (f"{used[0]:g}" if len(used) == 1 else
+                           f"{used.min():g} to {used.max():g}") + ")"
+
+
+def _rule(n_sigma, error, bias_gap):
+    """The sentence of the rule a lead failed, with its numbers."""
+    if np.isnan(error):
+        return "The standard error of the lead is unknown, so no lead is enough."
+    rule = f"A lead must exceed {n_sigma:g} standard errors"
+    if not bias_gap:
+        return f"{rule}: {n_sigma:g} x {error:.4f} = {n_sigma * error:.4f}."
+    if not np.isfinite(bias_gap):
+        return (f"{rule} plus the difference of their budget biases, which has no bound: "
+                "a score's rise did not shrink when its budget was doubled.")
+    return (f"{rule} plus the difference of their estimated budget biases: {n_sigma:g} x "
+            f"{error:.4f} + {bias_gap:.4f} = {n_sigma * error + bias_gap:.4f}.")
+
+
+def _decisive(kind, error, cv_error, mc_error, n_folds):
+    """The sentence that says which standard error decided, and the other one."""
+    if np.isnan(error):
+        return ""
+    if kind == "cross-validation":
+        other = (f" (the Monte Carlo one is {mc_error:.4f})" if not np.isnan(mc_error)
+                 else "")
+        return (f"The standard error {error:.4f} is the cross-validation one: the spread "
+                f"of the two candidates' score differences across the {n_folds} folds"
+                f"{other}.")
+    other = (f" (the one across the {n_folds} folds is {cv_error:.4f})"
+             if not np.isnan(cv_error) else "")
+    return (f"The standard error {error:.4f} is the Monte Carlo one, the scorer's own "
+            f"noise{other}.")
 
 
 def refit_best(cv_results, *, score="score", stderr="stderr", bias="bias", n_sigma=2.0,
