@@ -7,8 +7,7 @@ import numpy as np
 import torch
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 
-from ._evaluation._default_score import default_score
-from ._random import document_offset
+from ._evaluation._default_score import default_log_likelihood
 from ._version import __version__
 from .utils._devices import available_device, resolve_device
 from .utils._distributed import current_collective
@@ -43,11 +42,12 @@ class BaseTopicModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEsti
     """Base class of the sktopics estimators.
 
     Subclasses implement ``_fit(X, seed)``, ``_transform(X)``,
-    ``_score_per_token(X)`` and ``_generative_view()``. This class owns validation,
+    ``_score_samples(X)`` and ``_generative_view()``. This class owns validation,
     the count policy, device resolution, seeding and the scikit-learn plumbing.
 
-    ``score(X)`` is a per-token held-out log-likelihood estimate (higher is better)
-    and ``perplexity(X) = exp(-score(X))``.
+    ``score_samples(X)`` is a per-document held-out log-likelihood estimate,
+    ``score(X)`` its sum over the documents per token (higher is better) and
+    ``perplexity(X) = exp(-score(X))``.
     """
 
     _parameter_constraints = {
@@ -181,7 +181,9 @@ class BaseTopicModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEsti
 
         See the estimator's Notes for the estimator used. Because the value is
         normalised by the number of tokens it does not grow with the fold size, so
-        :class:`~sklearn.model_selection.GridSearchCV` can use it directly.
+        :class:`~sklearn.model_selection.GridSearchCV` can use it directly. It is
+        ``score_samples(X).sum()`` divided by the number of tokens of ``X`` (after
+        the count policy: a Gibbs model rounds fractional counts).
 
         Parameters
         ----------
@@ -196,35 +198,81 @@ class BaseTopicModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEsti
             Estimate of ``log p(X) / n_tokens`` in nats per token. Inside
             :func:`sktopics.distributed.data_parallel`, ``X`` holds this rank's
             documents and every rank returns the score of all the ranks' documents,
-            the one a single process gives on their concatenation (ranks in order).
+            the one a single process gives on their concatenation (to float rounding).
+        """
+        X, collective = self._inference_counts(X)
+        n_tokens = float(X.sum(dtype=np.float64))
+        if collective is not None:
+            n_tokens = collective.sum(n_tokens)
+        if n_tokens <= 0:
+            where = " on every rank" if collective is not None else ""
+            raise ValueError(
+                f"score needs at least one token: every document of X is empty{where}."
+            )
+        total = float(np.sum(self._log_likelihood(X)))
+        if collective is not None:
+            total = collective.sum(total)
+        return total / n_tokens
+
+    def score_samples(self, X):
+        """Held-out log-likelihood estimate of each document of ``X``.
+
+        The same estimate as :meth:`score`, with the same random numbers, per
+        document and not divided by the number of tokens:
+        ``score(X) == score_samples(X).sum() / n_tokens`` up to float rounding.
+        Divided by the documents' lengths it is comparable across documents: a
+        document far below the per-token values of held-out documents of the
+        training domain is one the model explains poorly, for instance a text from
+        another domain (:ref:`inspection`).
+
+        The random numbers of a document are keyed by its counts: its estimate does
+        not depend on its row nor on the other documents of ``X``, and identical
+        documents get identical estimates (each unbiased; they share their Monte
+        Carlo error).
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Non-negative token counts.
+
+        Returns
+        -------
+        log_likelihood : ndarray of shape (n_samples,)
+            Estimate of ``log p(w_d)`` of each document ``d`` in nats: the
+            probability of its tokens given its length (no multinomial coefficient
+            for the orderings of a bag of words). A document without tokens (empty,
+            or made only of words outside the vocabulary) gets 0, the log of the
+            probability 1 of the empty document given its length 0. Inside
+            :func:`sktopics.distributed.data_parallel`, ``X`` holds this rank's
+            documents and the values are this rank's: concatenated over the ranks,
+            they are the values a single process gives on the concatenated corpus.
+        """
+        X, _ = self._inference_counts(X)
+        return self._log_likelihood(X)
+
+    def _inference_counts(self, X):
+        """``(X, collective)`` for ``score`` / ``score_samples``: validated counts and
+        the data-parallel collective (``None`` outside one).
+
+        Data-parallel, the ranks agree first (a problem on any of them is raised on all)
+        and check that they hold the same model.
         """
         collective = current_collective()
-        if collective is not None:
-            return self._data_parallel_score(X, collective)
-        X = self._check_X(X)
-        if X.sum() <= 0:
-            raise ValueError(
-                "score needs at least one token: every document of X is empty."
-            )
-        with thread_scope(self.n_jobs):
-            return float(self._score_per_token(X))
-
-    def _data_parallel_score(self, X, collective):
-        """``score`` over every rank's documents: each rank numbers its documents from
-        its global offset (the random numbers are keyed by document), and the ranks
-        sum their log-likelihoods and token counts."""
+        if collective is None:
+            return self._check_X(X), None
         try:
             X = self._check_X(X)
-            problem = None if X.sum() > 0 else "score needs at least one token on every rank."
+            problem = None
         except ValueError as exc:
             problem = str(exc)
         collective.agree(problem)
         collective.same_everywhere("The model (its parameters)", self._model_fingerprint())
-        offset = sum(int(n[0]) for n in collective.gather([X.shape[0]])[:collective.rank])
-        n_tokens = float(X.sum())
-        with thread_scope(self.n_jobs), document_offset(offset):
-            local = float(self._score_per_token(X)) * n_tokens
-        return collective.sum(local) / collective.sum(n_tokens)
+        return X, collective
+
+    def _log_likelihood(self, X):
+        """``_score_samples`` of validated counts as float64, under the ``n_jobs`` threads."""
+        with thread_scope(self.n_jobs):
+            return np.asarray(self._score_samples(X), dtype=np.float64).reshape(X.shape[0])
 
     def perplexity(self, X):
         """Corpus-level perplexity ``exp(-score(X))`` (lower is better).
@@ -351,15 +399,15 @@ class BaseTopicModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEsti
     def _relocate(self, device):
         """Move fitted torch state to ``device`` (after unpickling); nothing to move here."""
 
-    def _score_per_token(self, X):
-        """Per-token held-out log-likelihood estimate of validated CSR counts.
+    def _score_samples(self, X):
+        """Per-document held-out log-likelihood estimates of validated CSR counts.
 
         The cheap, deterministic default of :mod:`sktopics.model_selection`:
         left-to-right sequential Monte Carlo for mixture models, importance
         sampling from the amortised posterior otherwise, computed on the device
-        the model lives on.
+        the model lives on. Documents without tokens get 0.
         """
-        return default_score(self._generative_view(), X, device=self.device_)
+        return default_log_likelihood(self._generative_view(), X, device=self.device_)
 
     @abstractmethod
     def _generative_view(self):

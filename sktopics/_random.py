@@ -8,7 +8,8 @@ arithmetic wraps the same way on CPU and CUDA).
 * :func:`stream_key` / :func:`counter_uniform`: the SplitMix64 finaliser applied to
   a 64-bit counter (the Gibbs sweeps: 24-bit float32 uniforms).
 * Keyed streams for evaluation, on the same finaliser: :func:`root_key`,
-  :func:`row_keys`, :func:`bits`, :func:`uniform`, :func:`stream_uniform`,
+  :func:`document_keys`, :func:`chain_keys`, :func:`bits`, :func:`uniform`,
+  :func:`stream_uniform`,
   :func:`normal`, and the samplers :func:`counter_log_gamma`,
   :func:`counter_log_dirichlet`.
 * :func:`marsaglia_tsang`: the Gamma acceptance step shared by every Gamma sampler
@@ -17,8 +18,6 @@ arithmetic wraps the same way on CPU and CUDA).
 Maths only: imports numpy and torch, never scikit-learn.
 """
 
-import contextlib
-import contextvars
 import math
 import numbers
 
@@ -27,15 +26,15 @@ import torch
 
 __all__ = [
     "bits",
+    "chain_keys",
     "counter_log_dirichlet",
     "counter_log_gamma",
     "counter_key",
     "counter_uniform",
-    "document_offset",
+    "document_keys",
     "marsaglia_tsang",
     "normal",
     "root_key",
-    "row_keys",
     "stream_key",
     "stream_uniform",
     "uniform",
@@ -118,7 +117,8 @@ def _logical_shift_right(x, shift, out):
 # ------------------------------------------------------------- keyed evaluation streams
 #
 # The evaluators key every random number by (seed, document, chain, stage,
-# temperature, position): a row's key (:func:`row_keys`) mixed with counters. A
+# temperature, position): a (document, chain) row's key (:func:`chain_keys`, from
+# the document's content key :func:`document_keys`) mixed with counters. A
 # counter mixes into a 64-bit state ``h`` as one SplitMix64 step, ``finalise(h +
 # counter * golden)`` (Python-int counters are folded into one constant first), so
 # equal keys and counters give equal bits on every device and for every batching.
@@ -260,31 +260,62 @@ def root_key(random_state):
     return _signed(int(state[0]))
 
 
-_document_offset = contextvars.ContextVar("sktopics_document_offset", default=0)
+#: Counters of the document keys: one for a non-zero cell, one for the finished key.
+_CELL, _DOCUMENT = 0x5A17, 0xD0C5
 
 
-@contextlib.contextmanager
-def document_offset(offset):
-    """Number the documents from ``offset`` in :func:`row_keys` inside the block.
+def document_keys(X):
+    """One 64-bit key per document (row) of a CSR matrix, from its content alone.
 
-    A process that holds rows ``offset, offset + 1, ...`` of a larger corpus (one rank
-    of a data-parallel evaluation) then draws, for each document, the numbers a single
-    process evaluating the whole corpus would draw for it.
+    Each non-zero cell gives a hash of its column and of the exact bit pattern of
+    its float64 count (fractional counts included); a document's key is the
+    finalised sum (modulo 2**64) of its cells' hashes. So the key does not depend on
+    the document's row, on the other documents or on the order of its cells, and
+    documents differing in one column or one count get different keys (up to
+    64-bit collisions). An empty document gets one fixed key. Identical documents
+    get identical keys, and so identical estimates: each estimate is still unbiased,
+    identical documents just share their Monte Carlo error.
+
+    Parameters
+    ----------
+    X : scipy.sparse.csr_matrix of shape (n_documents, n_words)
+        Counts; duplicate entries are summed and explicit zeros ignored.
+
+    Returns
+    -------
+    keys : ndarray of int64, shape (n_documents,)
     """
-    token = _document_offset.set(int(offset))
-    try:
-        yield
-    finally:
-        _document_offset.reset(token)
+    if not X.has_canonical_format:  # duplicates summed, so that equal rows hash equally
+        X = X.copy()
+        X.sum_duplicates()
+    data = np.array(X.data, dtype=np.float64)
+    column = torch.from_numpy(np.array(X.indices, dtype=np.int64))
+    count = torch.from_numpy(data.view(np.int64))
+    cell = bits(torch.zeros_like(column), _CELL, column, count)
+    cell = torch.where(torch.from_numpy(data != 0), cell, 0)
+    # per-row sums modulo 2**64 (unsigned: numpy wraps) as differences of a cumsum
+    cum = np.zeros(len(data) + 1, dtype=np.uint64)
+    np.cumsum(cell.numpy().view(np.uint64), out=cum[1:])
+    indptr = np.asarray(X.indptr, dtype=np.int64)
+    total = (cum[indptr[1:]] - cum[indptr[:-1]]).view(np.int64)
+    return bits(torch.from_numpy(total), _DOCUMENT).numpy()
 
 
-def row_keys(root, doc_ids, n_chains, stream, device):
-    """Keys of the (document, chain) rows: document-major, chain-minor.
+def chain_keys(root, doc_keys, n_chains, stream, device):
+    """Keys of the (document, chain) rows of a batch: document-major, chain-minor.
 
-    Documents are numbered from the enclosing :func:`document_offset` (0 by default).
+    Parameters
+    ----------
+    root : int
+        The run's :func:`root_key`.
+    doc_keys : array-like of int64
+        The batch's documents' :func:`document_keys`.
+    n_chains : int
+        Rows per document.
+    stream : int
+        The engine's stream (different engines draw different numbers).
+    device : torch.device
     """
-    docs = torch.as_tensor(np.asarray(doc_ids, dtype=np.int64) + _document_offset.get(),
-                           device=device)
-    rows = docs.repeat_interleave(n_chains) * n_chains
-    rows += torch.arange(n_chains, device=device).repeat(len(doc_ids))
-    return bits(torch.full_like(rows, counter_key(root, stream)), rows)
+    docs = bits(torch.as_tensor(np.asarray(doc_keys, dtype=np.int64), device=device), root, stream)
+    chains = torch.arange(n_chains, device=device).repeat(docs.shape[0])
+    return bits(docs.repeat_interleave(n_chains), chains)

@@ -118,13 +118,52 @@ def test_prodlda_continuous_ais_matches_quadrature(prodlda, start):
     assert np.all(err < np.maximum(0.05, 6 * res.per_document_stderr)), (err, res.per_document_stderr)
 
 
+N_SYNONYMS = 10
+
+
+def split_topics(phi, n_synonyms=N_SYNONYMS):
+    """Topics over a vocabulary where each word is ``n_synonyms`` synonyms (columns
+    ``w * n_synonyms + r``), each with the word's probability over ``n_synonyms``."""
+    return np.repeat(np.asarray(phi, dtype=np.float64), n_synonyms, axis=1) / n_synonyms
+
+
+def synonym_copies(doc, n_docs, n_synonyms=N_SYNONYMS, seed=0):
+    """``n_docs`` distinct documents with the law of ``doc`` under :func:`split_topics`.
+
+    Each writes every token of ``doc`` as one of its word's synonyms. A synonym's
+    probability is its word's over ``n_synonyms`` in every topic, so the posterior of
+    the topics and every estimator's draws are the document's, and log-likelihoods are
+    shifted by ``-n_tokens * log(n_synonyms)``. Copies of one row would share their
+    random numbers (they are keyed by a document's counts); these get their own.
+    """
+    rng = np.random.default_rng(seed)
+    words = np.repeat(np.arange(len(doc)), doc)
+    seen, rows = set(), []
+    while len(rows) < n_docs:
+        row = np.bincount(words * n_synonyms + rng.integers(0, n_synonyms, words.size),
+                          minlength=len(doc) * n_synonyms)
+        if row.tobytes() not in seen:
+            seen.add(row.tobytes())
+            rows.append(row)
+    return np.array(rows, dtype=np.float64)
+
+
+def distinct_documents(n_docs, seed):
+    """``n_docs`` distinct documents of :func:`corpus`: independent estimates (a
+    document's random numbers are keyed by its counts, so copies would share them)."""
+    X = np.unique(corpus(5 * n_docs, seed), axis=0)
+    assert X.shape[0] >= n_docs
+    return np.random.default_rng(seed).permutation(X)[:n_docs]
+
+
 @pytest.mark.parametrize("target_acceptance", [None, 0.65])
 def test_prodlda_continuous_ais_unbiased_in_probability(prodlda, target_acceptance):
-    x = corpus(1, seed=5)
-    exact = prodlda_exact(generative_view(prodlda), x)[0]
-    res = ais_log_likelihood(prodlda, np.tile(x, (1500, 1)), n_temperatures=3, n_chains=1,
+    X = distinct_documents(1200, seed=5)
+    exact = prodlda_exact(generative_view(prodlda), X)
+    res = ais_log_likelihood(prodlda, X, n_temperatures=3, n_chains=1,
                              schedule="linear", start="prior", random_state=1,
                              target_acceptance=target_acceptance)
+    # independent, each of mean 1 (not identically distributed)
     ratio = np.exp(res.per_document - exact)
     assert abs(ratio.mean() - 1) < 4.5 * ratio.std(ddof=1) / np.sqrt(ratio.size)
 
@@ -407,7 +446,8 @@ def test_cross_validate_pipeline_with_prodlda_ais_scorer():
 def test_cuda_matches_cpu_statistically():
     phi = np.array([[0.7, 0.1, 0.1, 0.1], [0.1, 0.6, 0.2, 0.1], [0.05, 0.05, 0.3, 0.6]])
     alpha = np.array([0.3, 0.6, 0.9])
-    X = np.tile([2, 1, 1, 1], (2000, 1))
+    # 2000 documents with the law of one (2, 1, 1, 1), each with its own random numbers
+    X, phi = synonym_copies([2, 1, 1, 1], 2000), split_topics(phi)
     kw = dict(n_temperatures=4, n_chains=1, schedule="linear", random_state=0)
     cpu = ais_log_likelihood((phi, alpha), X, device="cpu", **kw).per_document
     gpu = ais_log_likelihood((phi, alpha), X, device="cuda", kernel="collapsed", **kw).per_document

@@ -1,8 +1,11 @@
 """model_selection estimators against exact enumeration of every topic assignment.
 
 The sharpest test is unbiasedness *in probability*: exp(estimate - exact) has mean 1.
-Each document is repeated many times with one chain (rows are keyed independently),
-so the sample mean of exp(estimate - exact) has a standard error we can compute.
+Each document is copied many times with one chain, so the sample mean of
+exp(estimate - exact) has a standard error we can compute. A document's random numbers
+are keyed by its counts, so the copies are written with synonyms (``repeated``): each
+word of the model is split into synonyms of equal probability (``split``), which
+leaves the law of every estimator unchanged up to a known shift.
 """
 
 import itertools
@@ -12,6 +15,7 @@ import pytest
 import torch
 from scipy.special import gammaln, logsumexp
 
+from sktopics._random import document_keys
 from sktopics.model_selection import (
     PathMixture,
     ais_log_likelihood,
@@ -19,6 +23,8 @@ from sktopics.model_selection import (
     left_to_right_log_likelihood,
     ratio_ais,
 )
+
+from .test_model_selection_api import N_SYNONYMS, split_topics, synonym_copies
 
 # --------------------------------------------------------------------------- exact answers
 
@@ -78,7 +84,7 @@ def assert_unbiased_in_probability(log_est, exact, n_se=4.5):
     return mean, se
 
 
-# one 5-token document repeated; K = 3, V = 4
+# one 5-token document copied; K = 3, V = 4
 PHI = np.array([[0.7, 0.1, 0.1, 0.1], [0.1, 0.6, 0.2, 0.1], [0.05, 0.05, 0.3, 0.6]])
 ALPHA = np.array([0.3, 0.6, 0.9])
 DOC = np.array([2, 1, 1, 1])
@@ -86,7 +92,18 @@ N_REP = 3000
 
 
 def repeated(doc=DOC, n=N_REP):
-    return np.tile(doc, (n, 1))
+    """``n`` distinct copies of ``doc`` written with synonyms, for a ``split`` model."""
+    return synonym_copies(doc, n)
+
+
+def split(phi):
+    """The topics over the synonyms of :func:`repeated`'s copies."""
+    return split_topics(phi)
+
+
+def exact_copy(log_likelihood, doc=DOC):
+    """The exact log-likelihood of a copy of ``doc``, given ``doc``'s own."""
+    return log_likelihood - words_of(doc).size * np.log(N_SYNONYMS)
 
 
 # --------------------------------------------------------------------------- exact helpers
@@ -125,8 +142,8 @@ def test_dirichlet_sampler_moments():
 
 @pytest.mark.parametrize("kernel", ["collapsed", "blocked"])
 def test_ais_unbiased_in_probability(kernel):
-    exact = exact_log_likelihood(PHI, ALPHA, words_of(DOC))
-    res = ais_log_likelihood((PHI, ALPHA), repeated(), n_temperatures=4, n_chains=1,
+    exact = exact_copy(exact_log_likelihood(PHI, ALPHA, words_of(DOC)))
+    res = ais_log_likelihood((split(PHI), ALPHA), repeated(), n_temperatures=4, n_chains=1,
                              schedule="linear", kernel=kernel, random_state=0)
     assert_unbiased_in_probability(res.per_document, exact)
     # ... while the log is biased low (Jensen): a stochastic lower bound
@@ -151,13 +168,13 @@ def test_ais_converges_to_exact(kernel):
 def test_ais_with_ess_resampling_stays_unbiased(monkeypatch, kernel):
     import sktopics._evaluation._zspace as zspace_mod
 
-    exact = exact_log_likelihood(PHI, ALPHA, words_of(DOC))
+    exact = exact_copy(exact_log_likelihood(PHI, ALPHA, words_of(DOC)))
     kw = dict(n_temperatures=3, n_chains=4, schedule="linear", kernel=kernel, random_state=0)
     X = repeated(n=N_REP // 4)
-    res = ais_log_likelihood((PHI, ALPHA), X, resample_threshold=0.9, **kw)
+    res = ais_log_likelihood((split(PHI), ALPHA), X, resample_threshold=0.9, **kw)
     assert res.settings["n_resampling_events"] > X.shape[0] // 4  # it did resample
     assert_unbiased_in_probability(res.per_document, exact)
-    plain = ais_log_likelihood((PHI, ALPHA), X, **kw)
+    plain = ais_log_likelihood((split(PHI), ALPHA), X, **kw)
     assert plain.settings["n_resampling_events"] == 0
     assert not np.allclose(plain.per_document, res.per_document)
     # negative control: resetting the weights without resampling the states is biased
@@ -169,16 +186,18 @@ def test_ais_with_ess_resampling_stays_unbiased(monkeypatch, kernel):
         return resample(logw, z.clone(), c.clone(), *args)[0], 1
 
     monkeypatch.setattr(zspace_mod, "resample_chains", weights_only)
-    bad = ais_log_likelihood((PHI, ALPHA), repeated(n=2 * N_REP), resample_threshold=0.9, **kw)
+    bad = ais_log_likelihood((split(PHI), ALPHA), repeated(n=2 * N_REP), resample_threshold=0.9,
+                             **kw)
     with pytest.raises(AssertionError):
         assert_unbiased_in_probability(bad.per_document, exact)
 
 
 def test_ais_bias_shrinks_with_temperatures():
-    exact = exact_log_likelihood(PHI, ALPHA, words_of(DOC))
+    exact = exact_copy(exact_log_likelihood(PHI, ALPHA, words_of(DOC)))
     gaps, sds = [], []
     for s in (1, 10, 100):
-        res = ais_log_likelihood((PHI, ALPHA), repeated(n=600), n_temperatures=s, n_chains=1,
+        res = ais_log_likelihood((split(PHI), ALPHA), repeated(n=600), n_temperatures=s,
+                                 n_chains=1,
                                  schedule="linear", random_state=3)
         gaps.append(res.per_document.mean() - exact)
         sds.append(res.per_document.std())
@@ -234,8 +253,8 @@ def test_ais_token_order_invariance_and_empty_documents():
 
 
 def test_left_to_right_unbiased_in_probability():
-    exact = exact_log_likelihood(PHI, ALPHA, words_of(DOC))
-    res = left_to_right_log_likelihood((PHI, ALPHA), repeated(), n_particles=3, n_filters=1,
+    exact = exact_copy(exact_log_likelihood(PHI, ALPHA, words_of(DOC)))
+    res = left_to_right_log_likelihood((split(PHI), ALPHA), repeated(), n_particles=3, n_filters=1,
                                        random_state=0)
     assert_unbiased_in_probability(res.per_document, exact)
     assert res.per_document.mean() < exact  # log biased low
@@ -275,9 +294,9 @@ def test_negative_control_mallet_formula_is_biased_high():
     est = np.array([_mallet_left_to_right(phi, alpha, words, 5, rng) for _ in range(2000)])
     ratio = np.exp(est - exact)
     assert ratio.mean() - 1 > 6 * ratio.std() / np.sqrt(ratio.size)
-    ours = left_to_right_log_likelihood((phi, alpha), np.tile([3, 3], (2000, 1)), n_particles=5,
-                                        n_filters=1, random_state=0)
-    assert_unbiased_in_probability(ours.per_document, exact)
+    ours = left_to_right_log_likelihood((split(phi), alpha), repeated(np.array([3, 3]), 2000),
+                                        n_particles=5, n_filters=1, random_state=0)
+    assert_unbiased_in_probability(ours.per_document, exact_copy(exact, np.array([3, 3])))
 
 
 # --------------------------------------------------------------------------- ratio-AIS
@@ -291,7 +310,7 @@ ALPHA_B = np.array([0.5, 0.5, 0.5])
 def test_ratio_ais_unbiased_with_exact_starts(path, direction):
     words = words_of(DOC)
     exact = exact_log_likelihood(PHI, ALPHA, words) - exact_log_likelihood(PHI_B, ALPHA_B, words)
-    res = ratio_ais((PHI, ALPHA), (PHI_B, ALPHA_B), repeated(n=2000), path=path,
+    res = ratio_ais((split(PHI), ALPHA), (split(PHI_B), ALPHA_B), repeated(n=2000), path=path,
                     direction=direction, n_temperatures=3, n_chains=1, start="exact",
                     align_topics=False, random_state=0)
     if direction == "forward":
@@ -304,7 +323,7 @@ def test_ratio_ais_unbiased_with_exact_starts(path, direction):
 def test_ratio_ais_sandwich_and_both_directions(path):
     words = words_of(DOC)
     exact = exact_log_likelihood(PHI, ALPHA, words) - exact_log_likelihood(PHI_B, ALPHA_B, words)
-    res = ratio_ais((PHI, ALPHA), (PHI_B, ALPHA_B), repeated(n=1500), path=path,
+    res = ratio_ais((split(PHI), ALPHA), (split(PHI_B), ALPHA_B), repeated(n=1500), path=path,
                     direction="both", n_temperatures=2, n_chains=1, start="exact",
                     align_topics=False, random_state=1)
     se_f = res.forward.std() / np.sqrt(1500)
@@ -347,8 +366,9 @@ def _sequential_start(n_burnin, n=N_REP, seed=0):
     cpu = torch.device("cpu")
     (batch,) = token_batches(X, n_chains=1, n_topics=3, device=cpu, root=root_key(seed),
                              stream=20)
-    L = log_phi_rows(topic_word_tensor(PHI_B, cpu), batch)
-    z, c, u = start_state(PHI_B, ALPHA_B, L, batch, "sequential", None, n_burnin, "collapsed", 20)
+    L = log_phi_rows(topic_word_tensor(split(PHI_B), cpu), batch)
+    z, c, u = start_state(split(PHI_B), ALPHA_B, L, batch, "sequential", None, n_burnin,
+                          "collapsed", 20)
     return z.numpy(), c.numpy(), u.numpy()
 
 
@@ -356,7 +376,7 @@ def test_sequential_start_is_a_valid_importance_sampler():
     # one left-to-right particle: exp(u) is unbiased for p(w | B) ...
     words = words_of(DOC)
     _, c0, u0 = _sequential_start(0)
-    assert_unbiased_in_probability(u0, exact_log_likelihood(PHI_B, ALPHA_B, words))
+    assert_unbiased_in_probability(u0, exact_copy(exact_log_likelihood(PHI_B, ALPHA_B, words)))
     # ... and B-invariant sweeps after it keep the weights valid: the weighted mean of
     # the topic counts matches the exact posterior mean (enumeration)
     zs = np.array(list(itertools.product(range(3), repeat=len(words))))
@@ -386,7 +406,7 @@ def test_ratio_ais_topic_alignment_is_a_permutation_invariance():
 
 
 def test_ratio_ais_blocked_kernel_rules():
-    X = repeated(n=3)
+    X = np.tile(DOC, (3, 1))
     with pytest.raises(ValueError, match="blocked"):
         ratio_ais((PHI, ALPHA), (PHI_B, ALPHA_B), X, path="geometric", kernel="blocked")
     res = ratio_ais((PHI, ALPHA), (PHI_B, ALPHA_B), X, path="hybrid", kernel="blocked",
@@ -400,11 +420,13 @@ def test_ratio_ais_blocked_kernel_rules():
 def test_iteration_ais_every_stage_unbiased():
     snaps = [(PHI_B, ALPHA_B), (0.5 * (PHI + PHI_B), 0.5 * (ALPHA + ALPHA_B)), (PHI, ALPHA)]
     words = words_of(DOC)
-    results = iteration_ais(snaps, repeated(n=2000), n_start_temperatures=4,
-                            n_segment_temperatures=2, n_chains=1, random_state=0)
+    results = iteration_ais([(split(phi), alpha) for phi, alpha in snaps], repeated(n=2000),
+                            n_start_temperatures=4, n_segment_temperatures=2, n_chains=1,
+                            random_state=0)
     assert len(results) == 3
     for (phi, alpha), res in zip(snaps, results):
-        assert_unbiased_in_probability(res.per_document, exact_log_likelihood(phi, alpha, words))
+        assert_unbiased_in_probability(res.per_document,
+                                       exact_copy(exact_log_likelihood(phi, alpha, words)))
 
 
 def test_iteration_ais_converges():
@@ -435,8 +457,8 @@ def test_negative_control_jacobi_kernel_is_detected(monkeypatch):
         c.copy_(batch.counts(z, c.shape[1]))
 
     monkeypatch.setattr(zspace_mod, "sweep_collapsed", jacobi)
-    exact = exact_log_likelihood(PHI, ALPHA, words_of(DOC))
-    res = ais_log_likelihood((PHI, ALPHA), repeated(), n_temperatures=20, n_chains=1,
+    exact = exact_copy(exact_log_likelihood(PHI, ALPHA, words_of(DOC)))
+    res = ais_log_likelihood((split(PHI), ALPHA), repeated(), n_temperatures=20, n_chains=1,
                              schedule="linear", kernel="collapsed", random_state=0)
     with pytest.raises(AssertionError):
         assert_unbiased_in_probability(res.per_document, exact)
@@ -503,11 +525,11 @@ def test_pam_path_ais_unbiased_and_convergent():
     phi, alpha_root, alpha_sub = _pam_problem()
     doc = np.array([2, 1, 0, 1])
     exact = exact_pam_log_likelihood(phi, alpha_root, alpha_sub, words_of(doc))
-    view = _PAMView(phi, alpha_root, alpha_sub)
-    res = ais_log_likelihood(view, np.tile(doc, (3000, 1)), n_temperatures=4, n_chains=1,
-                             schedule="linear", random_state=0)
+    res = ais_log_likelihood(_PAMView(split(phi), alpha_root, alpha_sub), repeated(doc, 3000),
+                             n_temperatures=4, n_chains=1, schedule="linear", random_state=0)
     assert res.method == "ais-z-pam"
-    assert_unbiased_in_probability(res.per_document, exact)
+    assert_unbiased_in_probability(res.per_document, exact_copy(exact, doc))
+    view = _PAMView(phi, alpha_root, alpha_sub)
     res = ais_log_likelihood(view, doc[None], n_temperatures=200, n_chains=400, random_state=0)
     assert abs(res.per_document[0] - exact) < max(0.03, 6 * res.per_document_stderr[0])
 
@@ -522,12 +544,12 @@ def _pam_problem():
 
 def test_pam_left_to_right_unbiased_and_convergent():
     phi, alpha_root, alpha_sub = _pam_problem()
-    view = _PAMView(phi, alpha_root, alpha_sub)
+    view = _PAMView(split(phi), alpha_root, alpha_sub)
     doc = np.array([2, 1, 0, 1])
     exact = exact_pam_log_likelihood(phi, alpha_root, alpha_sub, words_of(doc))
-    res = left_to_right_log_likelihood(view, np.tile(doc, (3000, 1)), n_particles=2, n_filters=1,
+    res = left_to_right_log_likelihood(view, repeated(doc, 3000), n_particles=2, n_filters=1,
                                        random_state=0)
-    assert_unbiased_in_probability(res.per_document, exact)
+    assert_unbiased_in_probability(res.per_document, exact_copy(exact, doc))
     X = np.array([[1, 0, 2, 1], [0, 3, 1, 0], [2, 1, 0, 1]])
     full = np.array([[0.4, 0.8, 0.3], [0.6, 0.5, 0.9]])  # every super-topic to every sub-topic
     for rejuvenate, sub in ((False, alpha_sub), (True, alpha_sub), (False, full)):
@@ -562,8 +584,8 @@ def test_document_completion_matches_exact_conditional():
     Xc = sp.csr_matrix(X.astype(float))
     for d in range(X.shape[0]):
         tokens, mask, lengths = _expand_tokens(Xc, np.array([d]))
-        tok, msk = _shuffle_tokens(torch.as_tensor(tokens), torch.as_tensor(mask), np.array([d]),
-                                   _root_key(0))
+        tok, msk = _shuffle_tokens(torch.as_tensor(tokens), torch.as_tensor(mask),
+                                   document_keys(Xc[[d]]), _root_key(0))
         words = tok[0][msk[0]].numpy()
         n_seen = int(np.floor(0.5 * len(words)))
         exact = exact_log_likelihood(phi, alpha, words) - exact_log_likelihood(phi, alpha, words[:n_seen])
@@ -574,12 +596,13 @@ def test_document_completion_matches_exact_conditional():
 def test_iteration_ais_with_resampling_stays_unbiased():
     snaps = [(PHI_B, ALPHA_B), (0.5 * (PHI + PHI_B), 0.5 * (ALPHA + ALPHA_B)), (PHI, ALPHA)]
     words = words_of(DOC)
-    results = iteration_ais(snaps, repeated(n=600), n_start_temperatures=3,
-                            n_segment_temperatures=2, n_chains=4, resample_threshold=1.0,
-                            random_state=0)
+    results = iteration_ais([(split(phi), alpha) for phi, alpha in snaps], repeated(n=600),
+                            n_start_temperatures=3, n_segment_temperatures=2, n_chains=4,
+                            resample_threshold=1.0, random_state=0)
     assert results[-1].settings["n_resampling_events"] > 0
     for (phi, alpha), res in zip(snaps, results):
-        assert_unbiased_in_probability(res.per_document, exact_log_likelihood(phi, alpha, words))
+        assert_unbiased_in_probability(res.per_document,
+                                       exact_copy(exact_log_likelihood(phi, alpha, words)))
 
 
 def _eager_sweep(conditional):

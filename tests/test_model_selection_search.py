@@ -37,14 +37,16 @@ from sktopics.model_selection import (
 from sktopics.model_selection._scorers import AUTO_START, _HeldOutScorer
 
 from ._instances import TEST_DEVICE
-from .test_model_selection_api import corpus, prodlda_exact, texts
+from .test_model_selection_api import corpus, distinct_documents, prodlda_exact, texts
 from .test_model_selection_exact import (
     ALPHA,
     DOC,
     PHI,
     assert_unbiased_in_probability,
+    exact_copy,
     exact_log_likelihood,
     repeated,
+    split,
     words_of,
 )
 
@@ -324,11 +326,11 @@ def test_refit_best_with_a_named_scoring_dict():
 
 
 def test_importance_sampling_is_unbiased_in_probability_from_the_prior():
-    res = importance_sampling_log_likelihood((PHI, ALPHA), repeated(n=3000), n_samples=1,
+    res = importance_sampling_log_likelihood((split(PHI), ALPHA), repeated(n=3000), n_samples=1,
                                              random_state=0)
     assert res.method == "importance-sampling" and res.settings["proposal"] == "prior"
-    assert_unbiased_in_probability(res.per_document, exact_log_likelihood(PHI, ALPHA,
-                                                                          words_of(DOC)))
+    assert_unbiased_in_probability(res.per_document,
+                                   exact_copy(exact_log_likelihood(PHI, ALPHA, words_of(DOC))))
 
 
 @pytest.fixture(scope="module")
@@ -346,9 +348,9 @@ def test_importance_sampling_from_the_encoder_matches_quadrature(prodlda):
     assert res.settings["proposal"] == "0.5 encoder + 0.5 prior"
     err = np.abs(res.per_document - exact)
     assert np.all(err < np.maximum(0.02, 6 * res.per_document_stderr)), err
-    one = importance_sampling_log_likelihood(prodlda, np.tile(X[:1], (2000, 1)), n_samples=1,
-                                             random_state=1)
-    assert_unbiased_in_probability(one.per_document, exact[0])
+    X = distinct_documents(1200, seed=3)  # independent estimates, each of mean 1
+    one = importance_sampling_log_likelihood(prodlda, X, n_samples=1, random_state=1)
+    assert_unbiased_in_probability(one.per_document, prodlda_exact(generative_view(prodlda), X))
 
 
 def test_importance_sampling_scorer_in_a_pipeline_search():

@@ -1,4 +1,5 @@
-"""The held-out score behind every estimator's ``score``: cheap and deterministic."""
+"""The held-out estimate behind every estimator's ``score`` and ``score_samples``:
+cheap and deterministic."""
 
 import numpy as np
 import scipy.sparse as sp
@@ -8,11 +9,11 @@ from .._random import root_key
 from ._importance import importance_sampling
 from ._smc import sequential_mixture, smc_log_likelihood
 
-__all__ = ["default_score"]
+__all__ = ["default_log_likelihood", "default_score"]
 
 
-def default_score(view, X_csr, device="cpu"):
-    """Cheap, deterministic per-token held-out log-likelihood for ``estimator.score``.
+def default_log_likelihood(view, X_csr, device="cpu"):
+    """Cheap, deterministic per-document held-out log-likelihood for ``score_samples``.
 
     * Views with ``token_mixture()`` and integer counts: the left-to-right
       sequential Monte Carlo estimator (``left_to_right_log_likelihood``) with
@@ -26,7 +27,10 @@ def default_score(view, X_csr, device="cpu"):
       the prior; fixed seed 0.
 
     Both are unbiased in probability (their logs are biased low), deterministic,
-    and give every grid candidate the same random numbers.
+    and give every grid candidate the same random numbers. The random numbers of a
+    document are keyed by its counts (:func:`~sktopics._random.document_keys`), so
+    its estimate depends on its counts alone, not on its row nor on the other
+    documents; identical documents get identical estimates.
 
     Parameters
     ----------
@@ -40,6 +44,45 @@ def default_score(view, X_csr, device="cpu"):
 
     Returns
     -------
+    log_likelihood : ndarray of shape (n_documents,)
+        Estimated log p(w_d) of each document (natural log); 0 for a document
+        without tokens (the probability of the empty document given its length).
+    """
+    X = sp.csr_matrix(X_csr, dtype=np.float64)
+    device = torch.device(device)
+    nonempty = np.flatnonzero(np.asarray(X.sum(axis=1)).ravel() > 0)
+    out = np.zeros(X.shape[0])
+    if nonempty.size == 0:
+        return out
+    integer = np.array_equal(np.rint(X.data), X.data)
+    if view.token_mixture() is not None and integer:
+        # the filter skips documents without tokens itself
+        out[:] = smc_log_likelihood(sequential_mixture(view), X, n_particles=32, n_filters=1,
+                                    resample_threshold=0.5, rejuvenate=False, device=device,
+                                    root=root_key(0))[0].estimate
+    else:
+        # the importance weights of an empty document average 1 only in expectation
+        est = importance_sampling(view, X, 64, root_key(0), device).estimate
+        out[nonempty] = est[nonempty]
+    return out
+
+
+def default_score(view, X_csr, device="cpu"):
+    """Cheap, deterministic per-token held-out log-likelihood for ``estimator.score``.
+
+    The sum of :func:`default_log_likelihood` over the documents divided by the
+    number of tokens.
+
+    Parameters
+    ----------
+    view : generative view
+    X_csr : sparse matrix of shape (n_documents, n_words)
+        Validated counts, with at least one token.
+    device : str or torch.device, default="cpu"
+        Where to compute.
+
+    Returns
+    -------
     score : float
         Estimated sum of log p(w_d) divided by the number of tokens (natural log).
     """
@@ -47,12 +90,4 @@ def default_score(view, X_csr, device="cpu"):
     n_tokens = float(X.sum())
     if n_tokens <= 0:
         raise ValueError("score needs at least one token in X.")
-    device = torch.device(device)
-    integer = X.nnz == 0 or np.array_equal(np.rint(X.data), X.data)
-    if view.token_mixture() is not None and integer:
-        est = smc_log_likelihood(sequential_mixture(view), X, n_particles=32, n_filters=1,
-                                 resample_threshold=0.5, rejuvenate=False, device=device,
-                                 root=root_key(0))[0].estimate
-    else:
-        est = importance_sampling(view, X, 64, root_key(0), device).estimate
-    return float(np.sum(est) / n_tokens)
+    return float(np.sum(default_log_likelihood(view, X, device)) / n_tokens)

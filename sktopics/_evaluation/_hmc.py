@@ -11,7 +11,7 @@ import math
 import numpy as np
 import torch
 
-from .._random import normal, row_keys, uniform
+from .._random import chain_keys, document_keys, normal, uniform
 from ..utils._devices import device_budget
 from ._tokens import MAX_ELEMENTS, PerDocument, temperature_schedule
 
@@ -135,12 +135,13 @@ def continuous_ais(view, X, *, n_temperatures, n_chains, schedule_name, device, 
     if not hasattr(prior, "log_prob_h"):
         raise ValueError("The continuous engine needs a prior with log_prob_h/sample_h.")
     docs = np.flatnonzero(lengths > 0)
+    doc_keys = document_keys(X)
     mult_all = []
     pilot_betas = temperature_schedule(schedule_name, min(n_pilot_temperatures, n_temperatures))
     for bstart in range(0, len(docs), batch_size):
         batch = docs[bstart : bstart + batch_size]
         x = torch.as_tensor(X[batch].toarray(), dtype=torch.float64, device=device)
-        keys = row_keys(root, batch, n_chains, 2, device)
+        keys = chain_keys(root, doc_keys[batch], n_chains, 2, device)
         xr = x.repeat_interleave(n_chains, 0)
         prior_loc, prior_scale = gaussian_prior(prior, device)
         if use_prior:

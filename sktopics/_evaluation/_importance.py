@@ -5,7 +5,7 @@ import math
 import numpy as np
 import torch
 
-from .._random import counter_log_dirichlet, normal, row_keys, uniform
+from .._random import chain_keys, counter_log_dirichlet, document_keys, normal, uniform
 from ..utils._devices import device_budget
 from ._hmc import gaussian_log_density, gaussian_prior, to_theta
 from ._tokens import PerDocument, logmeanexp_stats
@@ -23,16 +23,18 @@ def importance_sampling(view, X, n_samples, root, device):
     n_docs, n_words = X.shape
     size = max(1, device_budget(device, _BATCH_ELEMENTS) // max(n_samples * n_words, 1))
     out = PerDocument(n_docs, n_samples)
+    doc_keys = document_keys(X)
     for start in range(0, n_docs, size):
         rows = np.arange(start, min(start + size, n_docs))
-        out.add(rows, _importance_sampling_batch(view, X[rows], rows, n_samples, root, device))
+        out.add(rows, _importance_sampling_batch(view, X[rows], doc_keys[rows], n_samples, root,
+                                                 device))
     return out
 
 
-def _importance_sampling_batch(view, X, rows, n_samples, root, device):
+def _importance_sampling_batch(view, X, doc_keys, n_samples, root, device):
     n_docs = X.shape[0]
     x = torch.as_tensor(X.toarray(), dtype=torch.float64, device=device)
-    keys = row_keys(root, rows, n_samples, 4, device)
+    keys = chain_keys(root, doc_keys, n_samples, 4, device)
     xr = x.repeat_interleave(n_samples, 0)
     prior = view.prior
     if hasattr(prior, "log_prob_h"):

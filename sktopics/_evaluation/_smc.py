@@ -17,7 +17,7 @@ import math
 import numpy as np
 import torch
 
-from .._random import bits, row_keys, uniform
+from .._random import bits, chain_keys, document_keys, uniform
 from ..utils._devices import device_budget
 from ._pam_paths import PAMPathPredictive, path_arrays
 from ._resampling import may_hold_any, systematic_ancestors
@@ -101,9 +101,10 @@ def _predictive(kind, params, device):
     return PAMPathPredictive(*tensors)
 
 
-def _shuffle_tokens(tokens, mask, doc_ids, root):
-    """Permute each document's tokens in a seeded order keyed by the document."""
-    keys = row_keys(root, doc_ids, 1, 7, tokens.device).view(-1, 1)
+def _shuffle_tokens(tokens, mask, doc_keys, root):
+    """Permute each document's tokens in a seeded order keyed by the document
+    (its :func:`~sktopics._random.document_keys` ``doc_keys``)."""
+    keys = chain_keys(root, doc_keys, 1, 7, tokens.device).view(-1, 1)
     pos = torch.arange(tokens.shape[1], device=tokens.device).view(1, -1)
     score = bits(keys, pos).to(torch.float64)
     score = torch.where(mask, score, torch.full_like(score, float("inf")))
@@ -111,14 +112,14 @@ def _shuffle_tokens(tokens, mask, doc_ids, root):
     return torch.gather(tokens, 1, order), torch.gather(mask, 1, order)
 
 
-def _token_order(X, docs, root, device):
+def _token_order(X, docs, doc_keys, root, device):
     """Each document's tokens (word ids) in its seeded random order (:func:`_shuffle_tokens`).
 
     Returns ``words`` (docs, N_max) int64, each row's tokens first, and the lengths.
     """
     tokens, mask, lengths = expand_tokens(X, docs)
     words, _ = _shuffle_tokens(torch.as_tensor(tokens, device=device),
-                               torch.as_tensor(mask, device=device), docs, root)
+                               torch.as_tensor(mask, device=device), doc_keys, root)
     return words, lengths
 
 
@@ -293,6 +294,7 @@ def smc_log_likelihood(mixture, X, *, n_particles, n_filters, resample_threshold
         urn_args = (predictive.alpha, empty, empty,
                     torch.zeros(1, dtype=torch.int64, device=device), False)
     lengths = np.asarray(X.sum(1)).ravel().astype(np.int64)
+    doc_keys = document_keys(X)
     rows_per_doc = n_particles * n_filters
     out = PerDocument(X.shape[0], n_filters)
     n_res = torch.zeros((), dtype=torch.int64, device=device)
@@ -309,7 +311,7 @@ def smc_log_likelihood(mixture, X, *, n_particles, n_filters, resample_threshold
     # documents' padded tokens
     for docs in batches(lengths, rows_per_doc, int(rejuvenate), device, row_elements=n_latent,
                         doc_elements=_TOKEN_ELEMENTS, max_elements=_STATE_ELEMENTS):
-        words, lens = _token_order(X, docs, root, device)
+        words, lens = _token_order(X, docs, doc_keys[docs], root, device)
         n_docs, n_max = len(docs), words.shape[1]
         docs_active = np.searchsorted(-lens, -np.arange(n_max), side="left").tolist()
         rows_active = [d * rows_per_doc for d in docs_active]
@@ -319,7 +321,7 @@ def smc_log_likelihood(mixture, X, *, n_particles, n_filters, resample_threshold
         del wrow, wpos
         if not rejuvenate:  # only a rejuvenation sweep reads the padded layout
             del words
-        keys = row_keys(root, docs, rows_per_doc, 6, device)
+        keys = chain_keys(root, doc_keys[docs], rows_per_doc, 6, device)
         filter_keys = keys.view(n_docs * n_filters, n_particles)[:, 0]
         n_rows = n_docs * rows_per_doc
         c = torch.zeros(n_rows, n_latent, dtype=torch.float64, device=device)

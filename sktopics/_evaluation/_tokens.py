@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from .._random import bits, row_keys, stream_uniform
+from .._random import bits, chain_keys, document_keys, stream_uniform
 from ..utils._devices import device_budget
 from ._tail import TailLayout, tail_start
 
@@ -105,7 +105,8 @@ class TokenBatch:
         The documents' indices in ``X``.
     n_chains : int
     keys : tensor (rows,)
-        The rows' random keys.
+        The rows' random keys (:func:`~sktopics._random.chain_keys`: from the
+        documents' content, not their indices).
     n_active, offsets : list of int
         Rows holding a token at each position, and where the position starts.
     row, position, word : int64 tensors (tokens,)
@@ -172,8 +173,9 @@ class TokenBatch:
         return out
 
 
-def make_token_batch(X, docs, n_chains, device, root, stream):
-    """The :class:`TokenBatch` of documents ``docs`` (sorted by decreasing length)."""
+def make_token_batch(X, docs, doc_keys, n_chains, device, root, stream):
+    """The :class:`TokenBatch` of documents ``docs`` (sorted by decreasing length),
+    whose :func:`~sktopics._random.document_keys` are ``doc_keys``."""
     counts = X[docs]
     lengths = np.asarray(counts.sum(1)).ravel().astype(np.int64)
     if np.any(lengths[1:] > lengths[:-1]):
@@ -192,7 +194,7 @@ def make_token_batch(X, docs, n_chains, device, root, stream):
     word = doc_words[doc_start[row // n_chains] + position]
     t = {k: torch.as_tensor(v, device=device)
          for k, v in dict(row=row, position=position, start=start, word=word).items()}
-    keys = row_keys(root, docs, n_chains, stream, device)
+    keys = chain_keys(root, doc_keys, n_chains, stream, device)
     return TokenBatch(docs=np.asarray(docs), n_chains=n_chains, keys=keys,
                       n_active=n_active.tolist(), offsets=offsets.tolist(),
                       base=bits(keys[t["row"]], t["position"]), **t)
@@ -201,8 +203,9 @@ def make_token_batch(X, docs, n_chains, device, root, stream):
 def token_batches(X, *, n_chains, n_topics, device, root, stream):
     """The :class:`TokenBatch` es of ``X``, longest documents first (empty ones skipped)."""
     lengths = np.asarray(X.sum(1)).ravel().astype(np.int64)
+    doc_keys = document_keys(X)
     for docs in _flat_batches(lengths, n_chains, n_topics, device):
-        yield make_token_batch(X, docs, n_chains, device, root, stream)
+        yield make_token_batch(X, docs, doc_keys[docs], n_chains, device, root, stream)
 
 
 def temperature_schedule(schedule, n_temperatures):

@@ -131,9 +131,9 @@ class ShardedCorpus:
     def score(self, estimator):
         """The held-out score per token of the whole corpus, from its shards.
 
-        The token-weighted mean of ``estimator.score`` over the shards: the same
-        quantity as the score of the concatenated corpus, with other random numbers
-        (they are keyed by a document's row within its shard).
+        The token-weighted mean of ``estimator.score`` over the shards: the score of
+        the concatenated corpus, up to float rounding (a document's random numbers
+        are keyed by its counts, not by its row).
 
         Parameters
         ----------

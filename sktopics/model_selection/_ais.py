@@ -5,8 +5,9 @@ over topic assignments (``_zspace``), over PAM paths (``_pam_paths``), and HMC o
 continuous latent (``_hmc``).
 
 Randomness is counter-based (:mod:`sktopics._random`): every random number is a
-function of (seed, document index, chain, stage, temperature, position), so results
-do not depend on the batch size or on the other documents, and grid candidates
+function of (seed, document's counts, chain, stage, temperature, position), so a
+document's estimate does not depend on its row, the batch size or the other
+documents (identical documents get identical estimates), and grid candidates
 evaluated with the same ``random_state`` share their random numbers.
 """
 
@@ -19,6 +20,7 @@ from .._evaluation._pam_paths import pam_ais
 from .._evaluation._progress import Progress
 from .._evaluation._tokens import temperature_schedule
 from .._evaluation._zspace import resolve_kernel, z_ais
+from .._random import document_keys
 from ..utils._sklearn_compat import Interval, StrOptions, validate_params
 from ..utils._threads import threads_from_n_jobs
 from ._preamble import RUN_CONSTRAINTS, prepare, run_settings
@@ -135,9 +137,9 @@ def ais_log_likelihood(
     n_jobs : int or None, default=None
         Torch threads for this call, restored afterwards (see :ref:`threads`).
     random_state : int, RandomState or None, default=None
-        Seed. Random numbers are keyed by (seed, document, chain): results do not
-        depend on the batch size, and equal seeds give grid candidates common
-        random numbers.
+        Seed. Random numbers are keyed by (seed, document's counts, chain): a
+        document's estimate does not depend on its row or the batch size, and equal
+        seeds give grid candidates common random numbers.
     verbose : int, default=0
         1: a progress line (work and documents done, token-updates per second,
         time left) every 10 seconds; 2: every second.
@@ -195,4 +197,5 @@ def ais_log_likelihood(
         settings=settings,
         n_token_updates=n_updates,
         min_ess=out.min_ess(nonempty),
+        document_keys=document_keys(X),
     )

@@ -12,6 +12,7 @@ import numpy as np
 
 from .._evaluation._importance import importance_sampling
 from .._evaluation._progress import Progress
+from .._random import document_keys
 from ..utils._sklearn_compat import Interval, validate_params
 from ..utils._threads import threads_from_n_jobs
 from ._preamble import RUN_CONSTRAINTS, prepare, run_settings
@@ -114,4 +115,5 @@ def importance_sampling_log_likelihood(
         settings=settings,
         n_token_updates=int(run.lengths.sum()) * n_samples,
         min_ess=out.min_ess(nonempty),
+        document_keys=document_keys(run.X),
     )

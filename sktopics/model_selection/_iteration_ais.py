@@ -15,6 +15,7 @@ from .._evaluation._progress import Progress
 from .._evaluation._ratio import iteration_segments
 from .._evaluation._tokens import temperature_schedule
 from .._evaluation._zspace import resolve_kernel
+from .._random import document_keys
 from ..utils._sklearn_compat import Interval, StrOptions, validate_params
 from ..utils._threads import threads_from_n_jobs
 from ._preamble import RUN_CONSTRAINTS, evaluated_model, prepare_counts, seed_of
@@ -123,6 +124,7 @@ def iteration_ais(
     run = prepare_counts("iteration_ais", X, n_features, device=device,
                          random_state=random_state)
     X, lengths, device = run.X, run.lengths, run.device
+    keys = document_keys(X)
     kernel = resolve_kernel(kernel, device, blocked_valid=not two_polya_terms)
     if kernel == "blocked" and two_polya_terms:
         raise ValueError("kernel='blocked' needs path='convex' or 'hybrid' when alphas change.")
@@ -139,6 +141,7 @@ def iteration_ais(
     for t, out in enumerate(outs):
         temps = n_start_temperatures + t * (n_segment_temperatures + 1)
         results.append(HeldOutLikelihood(
+            document_keys=keys,
             per_document=out.estimate,
             per_document_stderr=np.where(lengths > 0, out.stderr, 0.0),
             n_tokens=lengths,

@@ -13,6 +13,7 @@ import numpy as np
 
 from .._evaluation._progress import Progress
 from .._evaluation._smc import require_sequential_mixture, smc_log_likelihood
+from .._random import document_keys
 from ..utils._sklearn_compat import Interval, validate_params
 from ..utils._threads import threads_from_n_jobs
 from ._preamble import RUN_CONSTRAINTS, prepare, run_settings
@@ -204,4 +205,5 @@ def _sequential(name, estimator, X, *, n_particles, n_filters, resample_threshol
         method=method,
         settings=settings,
         n_token_updates=int(per_doc_cost.sum()),
+        document_keys=document_keys(X),
     )

@@ -38,6 +38,7 @@ from .._evaluation._ratio import embed_smaller_model, matching_permutation, rati
 from .._evaluation._tokens import temperature_schedule
 from .._evaluation._views import topic_distributions
 from .._evaluation._zspace import resolve_kernel
+from .._random import document_keys
 from ..utils._sklearn_compat import Interval, StrOptions, validate_params
 from ..utils._threads import threads_from_n_jobs
 from ..utils._warnings import warn
@@ -275,6 +276,7 @@ def ratio_ais(
         topic_permutation=perm,
         n_token_updates=n_updates,
         min_ess=ess_min,
+        document_keys=document_keys(X),
     )
 
 
@@ -327,4 +329,5 @@ def _paired(view_a, view_b, X, settings, *, random_state, **kwargs):
         settings=settings,
         n_token_updates=ra.n_token_updates + rb.n_token_updates,
         min_ess=min(ra.min_ess, rb.min_ess),
+        document_keys=ra.document_keys,
     )

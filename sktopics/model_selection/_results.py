@@ -30,6 +30,7 @@ class _PerDocumentResult:
     settings: dict = field(default_factory=dict)
     n_token_updates: int = 0
     min_ess: float = float("nan")
+    document_keys: Optional[np.ndarray] = field(default=None, repr=False)
 
     @property
     def total(self):
@@ -48,6 +49,16 @@ class _PerDocumentResult:
 
     def _n_tokens_total(self):
         return max(float(np.sum(self.n_tokens)), 1.0)
+
+    def _total_stderr(self):
+        """Standard error of ``total``. The estimates of identical documents (equal
+        ``document_keys``) share their random numbers, so their errors add linearly
+        within a group and in quadrature across groups; NaN entries are left out."""
+        se = np.nan_to_num(np.asarray(self.per_document_stderr, dtype=np.float64))
+        if self.document_keys is not None and len(self.document_keys) == len(se):
+            _, group = np.unique(self.document_keys, return_inverse=True)
+            se = np.bincount(group.ravel(), weights=se)
+        return float(np.sqrt(np.sum(np.square(se))))
 
 
 @dataclass
@@ -75,12 +86,16 @@ class HeldOutLikelihood(_PerDocumentResult):
         Cost: number of K-way draws (or likelihood evaluations) made.
     min_ess : float
         Smallest effective sample size over documents.
+    document_keys : ndarray of shape (n_documents,) or None
+        The key of each document's random numbers (from its counts): identical
+        documents have equal keys, equal estimates and one shared error.
     """
 
     @property
     def stderr(self):
-        """Monte Carlo standard error of ``total``: ``sqrt(sum se_d^2)``."""
-        return float(np.sqrt(np.sum(np.square(self.per_document_stderr))))
+        """Monte Carlo standard error of ``total``: ``sqrt(sum se_d^2)`` over distinct
+        documents (identical documents share their error: it adds linearly)."""
+        return self._total_stderr()
 
     def perplexity(self):
         """Corpus perplexity ``exp(-total / n_tokens)`` (natural log, token-weighted)."""
@@ -121,6 +136,9 @@ class ModelComparison(_PerDocumentResult):
         Cost: number of K-way draws made (both runs, starts included).
     min_ess : float
         Smallest effective sample size over documents and runs.
+    document_keys : ndarray of shape (n_documents,) or None
+        The key of each document's random numbers (from its counts): identical
+        documents have equal keys and one shared error.
     forward, reverse : ndarray or None
         Per-document estimates of the forward run (B -> A) and of the reverse run
         (A -> B, reported as a log-ratio A over B). By Jensen, with exact starts,
@@ -139,8 +157,9 @@ class ModelComparison(_PerDocumentResult):
 
     @property
     def stderr(self):
-        """Monte Carlo standard error of ``total`` (documents without one left out)."""
-        return float(np.sqrt(np.nansum(np.square(self.per_document_stderr))))
+        """Monte Carlo standard error of ``total`` (documents without one left out;
+        identical documents share their error, which adds linearly)."""
+        return self._total_stderr()
 
     @property
     def paired_stderr(self):
