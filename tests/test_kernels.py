@@ -246,3 +246,61 @@ def test_kernels_keep_n_jobs_threads_while_torch_runs_on_one(monkeypatch):
     LDAGibbs(n_components=3, max_iter=2, random_state=0, n_jobs=2).fit(_corpus())
     assert seen and set(seen) == {(1, 2)}
     assert torch.get_num_threads() == before
+
+
+def _evaluations():
+    """Each evaluator loop the compiled kernels replace, on a corpus with long and short
+    documents (the torch engine's fixed-point tail included) and two models whose
+    alphas differ (the geometric path's two Polya terms)."""
+    from sktopics.model_selection import (
+        ais_log_likelihood,
+        document_completion_log_likelihood,
+        left_to_right_log_likelihood,
+        ratio_ais,
+    )
+
+    rng = np.random.default_rng(7)
+    X = _corpus(7, n_docs=40, n_words=30)
+    X = sp.vstack([X, sp.csr_matrix(rng.integers(0, 6, (3, 30)).astype(np.float64))]).tocsr()
+    a = (rng.dirichlet(np.full(30, 0.3), 6), rng.uniform(0.1, 1.0, 6))
+    b = (rng.dirichlet(np.full(30, 0.3), 6), rng.uniform(0.1, 1.0, 6))
+    return {
+        "left-to-right": lambda: left_to_right_log_likelihood(
+            a, X, n_particles=12, n_filters=2, random_state=0),
+        "completion": lambda: document_completion_log_likelihood(
+            a, X, n_particles=12, random_state=0),
+        "ais": lambda: ais_log_likelihood(a, X, n_temperatures=15, n_chains=3,
+                                          kernel="collapsed", random_state=0),
+        "ratio-ais geometric": lambda: ratio_ais(a, b, X, n_temperatures=12, n_chains=3,
+                                                 kernel="collapsed", align_topics=False,
+                                                 random_state=0),
+    }
+
+
+@pytest.mark.filterwarnings("ignore:The forward and reverse runs disagree")
+@pytest.mark.parametrize("name", ["left-to-right", "completion", "ais", "ratio-ais geometric"])
+def test_compiled_evaluators_draw_what_the_torch_loops_draw(name, monkeypatch):
+    """The compiled filter and sweeps use the torch loops' uniforms and arithmetic (the
+    float32 cumulative sums of the sweeps included): the same estimates, to the order of
+    a few float64 sums, and the same resampling events; and they did run."""
+    from sktopics._kernels import _smc, _zspace
+
+    calls = []
+    for module, names in ((_smc, ["smc_documents"]),
+                          (_zspace, ["shifted_sweep", "geometric_sweep", "sequential_draw"])):
+        for kernel in names:
+            real = getattr(module, kernel)
+            monkeypatch.setattr(module, kernel,
+                                lambda *a, _real=real, _k=kernel: calls.append(_k) or _real(*a))
+    results = {}
+    for cpu_kernels in ("compiled", "torch"):
+        with config_context(cpu_kernels=cpu_kernels):
+            results[cpu_kernels] = _evaluations()[name]()
+        assert bool(calls) == (cpu_kernels == "compiled")
+        if name == "ratio-ais geometric" and cpu_kernels == "compiled":
+            assert {"geometric_sweep", "sequential_draw"} <= set(calls)
+        calls.clear()
+    compiled, torch_loops = results["compiled"], results["torch"]
+    np.testing.assert_allclose(compiled.per_document, torch_loops.per_document,
+                               rtol=1e-11, atol=1e-11)
+    assert compiled.settings == torch_loops.settings

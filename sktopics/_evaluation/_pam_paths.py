@@ -127,10 +127,12 @@ class PAMZPath:
             self._table, self._table_b = leaf_table.index_select(1, self.path_leaf), b
         return self._table
 
-    def lock_step(self, b, c, z, u):
-        """The collapsed sweep (in place): the lock-step loop, then the long rows'
-        remaining positions by fixed-point iteration (:mod:`._tail`)."""
+    def lock_step(self, b, c, z, counters):
+        """The collapsed sweep (in place) with the uniforms of ``counters``: the
+        lock-step loop, then the long rows' remaining positions by fixed-point
+        iteration (:mod:`._tail`)."""
         urn, batch = self._urn32, self.batch
+        u = batch.uniforms(*counters)
         n_paths = c.shape[1]
         tail = batch.tail(n_paths)
         table = self.word_table(b)

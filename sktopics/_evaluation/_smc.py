@@ -17,7 +17,8 @@ import math
 import numpy as np
 import torch
 
-from .._random import bits, chain_keys, document_keys, uniform
+from .._kernels import compiled_path, kernel_failure
+from .._random import bits, chain_keys, counter_key, document_keys, uniform
 from ..utils._devices import device_budget
 from ._pam_paths import PAMPathPredictive, path_arrays
 from ._resampling import may_hold_any, systematic_ancestors
@@ -25,6 +26,9 @@ from ._tokens import PerDocument, batches, expand_tokens, logmeanexp_stats
 from ._zspace import scripted
 
 __all__ = ["require_sequential_mixture", "sequential_mixture", "smc_log_likelihood"]
+
+#: The low 64 bits of a Python int, for the kernels' unsigned keys.
+_MASK = 0xFFFFFFFFFFFFFFFF
 
 #: Elements (rows x topics) of a step's temporaries on the CPU: a wide step (many
 #: documents x particles) is taken in pieces of about 2 MB (float64), 10 % faster
@@ -123,6 +127,35 @@ def _token_order(X, docs, doc_keys, root, device):
     return words, lengths
 
 
+def _compiled_filter(words, lengths, keys, phi_t, alpha, n_filters, n_particles, threshold,
+                     observed_fraction):
+    """The LDA filter of a batch by the compiled kernel (:mod:`sktopics._kernels._smc`):
+    ``(log_p (docs, filters), resampling events (docs,))``, or None where it does not
+    run."""
+    if not compiled_path(words.device):
+        return None
+    from .._kernels._pool import run_over
+    from .._kernels._smc import smc_documents
+
+    n_docs = len(lengths)
+    lengths = np.asarray(lengths, dtype=np.int64)
+    observed = (np.zeros(n_docs, dtype=np.int64) if observed_fraction is None
+                else np.floor(observed_fraction * lengths).astype(np.int64))
+    log_p = np.zeros((n_docs, n_filters))
+    events = np.zeros(n_docs, dtype=np.int64)
+    arrays = (words.numpy(), lengths, keys.view(n_docs, -1).numpy(),
+              np.uint64(counter_key(0) & _MASK), np.uint64(counter_key(1) & _MASK),
+              phi_t.numpy(), alpha.numpy(), n_filters, n_particles, float(threshold), observed,
+              log_p, events)
+    try:
+        run_over(lambda start, stop: smc_documents(*arrays, start, stop),
+                 offsets=np.concatenate([[0], np.cumsum(lengths)]))
+    except Exception as exc:  # noqa: BLE001 - whatever numba raises, fall back once
+        kernel_failure(exc)
+        return None
+    return log_p, events
+
+
 def _urn(c, n_super, alpha, alpha_root, node_total, path_super, pam: bool):
     """Unnormalised predictive weights of the next token's topic (path), (rows, L).
 
@@ -196,8 +229,11 @@ def _smc_steps(c, n_super, w_all, log_p, words, u_draw, u_res, z, phi, alpha, al
                     1, path_super.index_select(0, k.view(-1)).view(-1, 1), ones[:nr])
             if keep_z:
                 z[r0 : r0 + nr, n : n + 1] = k
-            if resample:
+            if resample and docs_active[n + 1] > d0:
                 need = w.sum(1) ** 2 / (w * w).sum(1) < threshold * n_particles
+                # a document at its last token is not resampled (nothing follows)
+                need = need & (torch.arange(nf, device=c.device)
+                               < (docs_active[n + 1] - d0) * n_groups)
                 if unconditional or bool(need.any()):
                     n_resampled += need.sum()
                     ancestors = systematic_ancestors(
@@ -313,6 +349,19 @@ def smc_log_likelihood(mixture, X, *, n_particles, n_filters, resample_threshold
                         doc_elements=_TOKEN_ELEMENTS, max_elements=_STATE_ELEMENTS):
         words, lens = _token_order(X, docs, doc_keys[docs], root, device)
         n_docs, n_max = len(docs), words.shape[1]
+        if not (pam or rejuvenate):
+            compiled = _compiled_filter(words, lens, chain_keys(root, doc_keys[docs],
+                                                                rows_per_doc, 6, device),
+                                        phi_t, predictive.alpha, n_filters, n_particles,
+                                        resample_threshold, observed_fraction)
+            if compiled is not None:
+                log_p, events = compiled
+                out.add(docs, logmeanexp_stats(torch.from_numpy(log_p)))
+                n_res += int(events.sum())
+                if progress is not None:
+                    progress.advance(float(lens.sum() * rows_per_doc))
+                    progress.finish_documents(n_docs)
+                continue
         docs_active = np.searchsorted(-lens, -np.arange(n_max), side="left").tolist()
         rows_active = [d * rows_per_doc for d in docs_active]
         filters_active = [d * n_filters for d in docs_active]

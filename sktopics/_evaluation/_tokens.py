@@ -128,7 +128,7 @@ class TokenBatch:
     word: torch.Tensor
     start: torch.Tensor
     base: torch.Tensor
-    _tails: dict = field(default_factory=dict, repr=False)
+    _tails: dict = field(default_factory=dict, repr=False)  # layouts, made once
 
     @property
     def n_rows(self):
@@ -152,6 +152,17 @@ class TokenBatch:
     def uniforms(self, *counters, dtype=torch.float32):
         """One uniform per token, keyed by its row, its position and the counters."""
         return stream_uniform(self.base, *counters, dtype=dtype)
+
+    def row_layout(self):
+        """``(offsets, lengths)`` as int64 arrays: where each position starts, and each
+        row's number of tokens (token ``(j, r)`` sits at ``offsets[j] + r`` for ``j <
+        lengths[r]``), for the compiled kernels that sweep one row at a time."""
+        if "rows" not in self._tails:
+            n_active = np.asarray(self.n_active, dtype=np.int64)
+            lengths = np.searchsorted(-n_active, -np.arange(self.n_rows), side="left")
+            self._tails["rows"] = (np.asarray(self.offsets, dtype=np.int64),
+                                   lengths.astype(np.int64))
+        return self._tails["rows"]
 
     def tail(self, n_topics):
         """The :class:`~._tail.TailLayout` of the positions where few rows are left.

@@ -32,7 +32,8 @@ import warnings
 import numpy as np
 import torch
 
-from .._random import counter_log_dirichlet
+from .._kernels import compiled_path, kernel_failure
+from .._random import counter_key, counter_log_dirichlet
 from ..utils._devices import device_budget
 from ._resampling import resample_chains
 from ._tail import fixed_point_sweep
@@ -260,18 +261,18 @@ class ZPath:
             return b * torch.log(c + self.alphaA) + (1.0 - b) * torch.log(c + self.alphaB) + g
         return torch.log(c + self.alpha(b)) + g
 
-    def lock_step(self, b, c, z, u):
-        """The collapsed sweep over the batch's positions (in place).
+    def lock_step(self, b, c, z, counters):
+        """The collapsed sweep over the batch's positions (in place), with the uniforms
+        of ``counters``.
 
-        The lock-step loop runs while enough rows hold a token; the few long rows'
-        remaining positions are solved by fixed-point iteration (:mod:`._tail`), with
-        the same result as the loop. When the conditional is (c_k + alpha_k) x word
-        factor the loop works on the shifted counts c + alpha, which saves an
-        addition per step.
+        On a CPU with the compiled kernels each row's positions are swept in turn
+        (:mod:`sktopics._kernels._zspace`, the same draws). Otherwise the lock-step
+        loop runs while enough rows hold a token, and the few long rows' remaining
+        positions are solved by fixed-point iteration (:mod:`._tail`), with the same
+        result as the loop. When the conditional is (c_k + alpha_k) x word factor the
+        loops work on the shifted counts c + alpha, which saves an addition per step.
         """
         batch, n_topics = self.batch, c.shape[1]
-        tail = batch.tail(n_topics)
-        head = tail.start
         table = self.word_table(b)
         if self.two_polya_terms:
             counts = torch.arange(len(batch.n_active) + 1, dtype=c.dtype, device=c.device)
@@ -279,6 +280,11 @@ class ZPath:
             prior = torch.exp(b * torch.log(counts + self.alphaA)
                               + (1.0 - b) * torch.log(counts + self.alphaB)).float()
             topics = torch.arange(n_topics, device=c.device)
+            if self._compiled_geometric(c, z, counters, table, prior, topics):
+                return
+            tail = batch.tail(n_topics)
+            head = tail.start
+            u = batch.uniforms(*counters)
             index = c.long() * n_topics + topics
             scripted(_geometric_steps)(index, torch.take(prior, index), z.view(-1, 1),
                                        u.view(-1, 1), self.LA.tok, table, prior, n_topics,
@@ -292,6 +298,12 @@ class ZPath:
             return
         shift = self.alpha(b)
         state = (c + shift).float()
+        if self._compiled_shifted(state, z, counters, table):
+            c.copy_(torch.round(state.double() - shift))
+            return
+        tail = batch.tail(n_topics)
+        head = tail.start
+        u = batch.uniforms(*counters)
         scripted(_shifted_steps)(state, z.view(-1, 1), u.view(-1, 1), self.LA.tok, table,
                                  batch.offsets[:head], batch.n_active[:head])
         c.copy_(torch.round(state.double() - shift))
@@ -299,6 +311,39 @@ class ZPath:
             counts32 = c.float()
             fixed_point_sweep(tail, counts32, z, u, self.LA.tok, table, shift.float())
             c.copy_(counts32)
+
+    def _compiled_shifted(self, state, z, counters, table):
+        """The sweep for (c + alpha_b) x table by the compiled kernel; False where it
+        does not run (then nothing has changed)."""
+        from .._kernels._zspace import shifted_sweep
+
+        z_new = z.numpy().copy() if compiled_path(z.device) else None
+        state_new = None if z_new is None else state.numpy().copy()
+        if z_new is None or not _run_rows(
+                self.batch, shifted_sweep, state_new, z_new, self.batch.base.numpy(),
+                _stage(counters), self.LA.tok.numpy(), table.numpy(), *self.batch.row_layout()):
+            return False
+        z.copy_(torch.from_numpy(z_new))
+        state.copy_(torch.from_numpy(state_new))
+        return True
+
+    def _compiled_geometric(self, c, z, counters, table, prior, topics):
+        """The sweep for the geometric path between different alphas by the compiled
+        kernel; False where it does not run (then nothing has changed)."""
+        from .._kernels._zspace import geometric_sweep
+
+        if not compiled_path(z.device):
+            return False
+        counts = c.long().numpy().copy()
+        factor = torch.take(prior, c.long() * c.shape[1] + topics).numpy().copy()
+        z_new = z.numpy().copy()
+        if not _run_rows(self.batch, geometric_sweep, counts, factor, z_new,
+                         self.batch.base.numpy(), _stage(counters), self.LA.tok.numpy(),
+                         table.numpy(), prior.numpy(), *self.batch.row_layout()):
+            return False
+        z.copy_(torch.from_numpy(z_new))
+        c.copy_(torch.from_numpy(counts))
+        return True
 
     def _token_terms(self, z):
         la = self.LA.gather(z)
@@ -358,13 +403,31 @@ class ZPath:
         return None if self.two_polya_terms else self.alpha(b)
 
 
+def _stage(counters):
+    """The folded constant of a uniform's Python counters, as the kernels take it."""
+    return np.uint64(counter_key(*counters) & 0xFFFFFFFFFFFFFFFF)
+
+
+def _run_rows(batch, kernel, *arrays):
+    """``kernel(*arrays, start, stop)`` over the batch's rows on ``n_jobs`` threads;
+    False (after the one warning) where a compiled kernel fails."""
+    from .._kernels._pool import run_over
+
+    try:
+        run_over(lambda start, stop: kernel(*arrays, start, stop), batch.n_rows)
+    except Exception as exc:  # noqa: BLE001 - whatever numba raises, fall back once
+        kernel_failure(exc)
+        return False
+    return True
+
+
 def sweep_collapsed(path, b, z, c, counters):
-    """One sequential collapsed Gibbs sweep, lock-step over rows (in place).
+    """One sequential collapsed Gibbs sweep (in place).
 
     Rows are sorted by decreasing length, so the rows holding a token at position
     j are a prefix, ``n_active[j]`` of them: no masking is needed.
     """
-    path.lock_step(b, c, z, path.batch.uniforms(*counters))
+    path.lock_step(b, c, z, counters)
 
 
 def inverse_cdf(weights_of, row, u, n_categories, device):
@@ -406,13 +469,21 @@ def draw_sequential(path, alpha, counters):
     An importance sampler for p(z | w): returns z, counts and log-weights
     log p(w, z) - log q(z) (one left-to-right particle; no resampling).
     """
+    from .._kernels._zspace import sequential_draw
+
     batch = path.batch
     z = torch.zeros_like(batch.row)
     state = alpha.expand(batch.n_rows, -1).clone()
     u = batch.uniforms(*counters, dtype=torch.float64)
-    logw = scripted(_sequential_steps)(state, z, u, path.LA.tok,
-                                       torch.exp(path.log_word_table(1.0)), float(alpha.sum()),
-                                       batch.offsets, batch.n_active)
+    table = torch.exp(path.log_word_table(1.0))
+    logw = torch.zeros(batch.n_rows, dtype=torch.float64, device=z.device)
+    if not (compiled_path(z.device)
+            and _run_rows(batch, sequential_draw, state.numpy(), z.numpy(), u.numpy(),
+                          path.LA.tok.numpy(), table.numpy(), float(alpha.sum()),
+                          *batch.row_layout(), logw.numpy())):
+        state = alpha.expand(batch.n_rows, -1).clone()  # a failed kernel may have begun
+        logw = scripted(_sequential_steps)(state, z, u, path.LA.tok, table,
+                                           float(alpha.sum()), batch.offsets, batch.n_active)
     return z, batch.counts(z, alpha.shape[0]), logw
 
 

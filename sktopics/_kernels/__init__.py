@@ -11,6 +11,10 @@ functions of the same counter-based uniforms as the torch kernels of
   the one warning when it cannot run.
 * :mod:`._pool`: the threads that run a kernel over parts of a corpus (``n_jobs``).
 * :mod:`._gibbs`: the LDA Gibbs sweeps and count tables.
+* :mod:`._infer`: ``transform``'s sampler with the topics held fixed.
+* :mod:`._zspace`: the collapsed sweeps of AIS, ratio-AIS and iteration-AIS, and the
+  left-to-right draw that starts ratio-AIS.
+* :mod:`._smc`: the left-to-right filter of LDA-like models.
 
 Maths and plumbing of the kernels only: imports numpy, numba and torch, and of
 sktopics only :mod:`sktopics._config` and :mod:`sktopics.utils`; never scikit-learn.
