@@ -12,9 +12,10 @@ from sklearn.base import clone
 
 from sktopics import PAMVI, MoLDA
 from sktopics._generative_pam import pam_laplace_prior, pam_level_alphas
+from sktopics._neural._data import DeviceCSR
 from sktopics._neural._losses import reconstruction_nll, topic_word_log_prior
 from sktopics._neural._modules import InferenceNetwork, MixtureDecoder, TFBatchNorm
-from sktopics._neural._pam_modules import GainMixtureDecoder, L2Normalization, StructuredEncoder
+from sktopics._neural._pam_modules import PAMVAE, GainMixtureDecoder, L2Normalization, StructuredEncoder
 from sktopics._neural._sparse import InputLinear
 from sktopics.datasets import make_pam_corpus
 from sktopics.pam import PAMStructure
@@ -227,7 +228,7 @@ def _level_networks(encoder, masks, hidden_sizes, logvar_norm):
                 for k, layer in enumerate(encoder.hidden):
                     net.hidden[2 * k + 2].weight.copy_(layer.weight[level].T)
                     net.hidden[2 * k + 2].bias.copy_(layer.bias[level, 0])
-                weight, bias = encoder.heads.weight[level].T, encoder.heads.bias[level, 0]
+                weight, bias = encoder.heads.weights[level].T, encoder.heads.biases[level]
             else:
                 weight = encoder.first.weight[:, start:start + 2 * size].T
                 bias = encoder.first.bias[start:start + 2 * size]
@@ -286,8 +287,8 @@ def test_batched_encoder_is_one_inference_network_per_level(hidden_sizes, logvar
 @pytest.mark.parametrize("hidden_sizes", [(100, 100), ()])
 def test_batched_encoder_initialises_each_level_as_its_own_layer(hidden_sizes):
     """Glorot-uniform per level and head, with the fan of the level's own layer (not
-    of the side-by-side block): each block's spread is its own layer's;
-    the padding of the narrower heads stays zero."""
+    of the side-by-side block): each block's spread is its own layer's; each level's
+    heads have that level's own width (no padding to the widest)."""
     torch.manual_seed(0)
     masks = [np.ones((1, 2), bool), np.ones((2, 50), bool)]
     encoder = StructuredEncoder(2000, masks, hidden_sizes, "softplus", 0.0, "batchnorm",
@@ -304,17 +305,90 @@ def test_batched_encoder_initialises_each_level_as_its_own_layer(hidden_sizes):
         first = encoder.first.weight.detach()
         assert_glorot(first[:, :100], 2000, 100)
         assert_glorot(first[:, 100:], 2000, 100)
-        heads = encoder.heads.weight.detach()
-        assert_glorot(heads[0, :, :2], 100, 2)
-        assert_glorot(heads[0, :, 2:4], 100, 2)
-        assert torch.all(heads[0, :, 4:] == 0)
-        assert_glorot(heads[1, :, :100], 100, 100)
-        assert_glorot(heads[1, :, 100:200], 100, 100)
+        heads = [weight.detach() for weight in encoder.heads.weights]
+        assert [tuple(weight.shape) for weight in heads] == [(100, 4), (100, 200)]
+        assert_glorot(heads[0][:, :2], 100, 2)
+        assert_glorot(heads[0][:, 2:4], 100, 2)
+        assert_glorot(heads[1][:, :100], 100, 100)
+        assert_glorot(heads[1][:, 100:200], 100, 100)
         assert_glorot(encoder.hidden[0].weight.detach()[1], 100, 100)
     else:  # the first layer is the heads: mean and log-variance of each level
         first = encoder.first.weight.detach()
         for start, size in ((0, 2), (2, 2), (4, 100), (104, 100)):
             assert_glorot(first[:, start:start + size], 2000, size)
+
+
+def _plain_negative_elbo(module, x, generator):
+    """The per-document training loss of a PAMVAE the plain way, from its own
+    parameters: one MLP per level, batch norm written out, the nodes' softmaxes
+    parent by parent, the leaf weights path by path, dense counts and the KL of
+    torch.distributions over the edges. The noise is drawn as ``module`` draws it,
+    level by level from ``generator``."""
+    encoder, decoder = module.encoder, module.decoder
+    width = encoder.first.weight.shape[1] // len(encoder.shapes)
+    reach = torch.ones(x.shape[0], 1, dtype=x.dtype)
+    kl, offset = 0.0, 0
+    for level, (mask, (mean, var)) in enumerate(zip(module.masks(), module.priors())):
+        n_parents, n_children = mask.shape
+        size = mask.numel()
+        columns = slice(level * width, (level + 1) * width)
+        hidden = torch.nn.functional.softplus(
+            x @ encoder.first.weight[:, columns] + encoder.first.bias[columns])
+        for layer in encoder.hidden:
+            hidden = torch.nn.functional.softplus(hidden @ layer.weight[level] + layer.bias[level, 0])
+        heads = hidden @ encoder.heads.weights[level] + encoder.heads.biases[level]
+        centred = heads - heads.mean(0)
+        heads = (centred / torch.sqrt(centred.square().mean(0) + encoder.norm.eps)
+                 + encoder.norm.bias[offset:offset + 2 * size])
+        offset += 2 * size
+        mu = heads[:, :size].reshape(-1, n_parents, n_children)
+        logvar = heads[:, size:].reshape(-1, n_parents, n_children)
+        noise = torch.randn(mu.shape, generator=generator, dtype=mu.dtype)
+        h = mu + torch.exp(0.5 * logvar) * noise
+        below = torch.zeros(x.shape[0], n_children, dtype=x.dtype)
+        for parent in range(n_parents):
+            children = torch.nonzero(mask[parent]).ravel()
+            probs = torch.softmax(h[:, parent, children], dim=-1)
+            below = below.index_add(1, children, reach[:, parent, None] * probs)
+        reach = below
+        q = torch.distributions.Normal(mu[:, mask], torch.exp(0.5 * logvar[:, mask]))
+        prior = torch.distributions.Normal(mean[mask], var[mask].sqrt())
+        kl = kl + torch.distributions.kl_divergence(q, prior).sum(-1)
+    centred = decoder.beta - decoder.beta.mean(0)
+    normed = centred / torch.sqrt(centred.square().mean(0) + decoder.bn_eps)
+    phi = torch.softmax(decoder.gain * normed + decoder.bias, dim=-1)
+    return -(x * torch.log(reach @ phi + 1e-10)).sum(-1) + kl
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("structure", [(3, 5), (2, 3, 4), SPARSE])
+def test_training_loss_and_gradients_are_those_of_the_plain_computation(structure, dtype):
+    """One training step's per-document loss and every parameter's gradient, batched
+    (sparse batch, one product per level's heads, one batch norm, batched path
+    products, masking only where an edge is missing) against the plain computation."""
+    structure = PAMStructure.from_spec(structure)
+    torch.manual_seed(0)
+    means, variances = pam_laplace_prior(structure, pam_level_alphas(structure, 0.5, 0.8))
+    encoder = StructuredEncoder(20, structure.masks, (8, 6), "softplus", 0.0, "batchnorm",
+                                1e-3, 1e-3)
+    decoder = GainMixtureDecoder(structure.n_leaf_topics, 20, 1e-3)
+    module = PAMVAE(encoder, decoder, structure.masks, means, variances, theta_dropout=0.0)
+    module.to(dtype).train()
+    with torch.no_grad():  # shifts, gains and biases away from their start
+        for parameter in module.parameters():
+            parameter.add_(0.1 * torch.randn_like(parameter))
+    X = sp.csr_matrix(np.random.default_rng(0).poisson(1.0, (16, 20)).astype(np.float32))
+    batch = next(DeviceCSR(X, "cpu").sparse_batches([np.arange(16)]))
+    loss = module.negative_elbo(batch, module(batch, generator=torch.Generator().manual_seed(1)))
+    expected = _plain_negative_elbo(module, torch.as_tensor(X.toarray(), dtype=dtype),
+                                    torch.Generator().manual_seed(1))
+    np.testing.assert_allclose(loss.detach().numpy(), expected.detach().numpy(), rtol=1e-5)
+    if dtype == torch.float64:  # gradients where float32 round-off cannot blur them
+        parameters = list(module.parameters())
+        got = torch.autograd.grad(loss.mean(), parameters)
+        want = torch.autograd.grad(expected.mean(), parameters)
+        for (name, _), g, w in zip(module.named_parameters(), got, want):
+            torch.testing.assert_close(g, w, rtol=1e-7, atol=1e-10, msg=name)
 
 
 def test_bad_inputs(corpus):

@@ -319,6 +319,8 @@ class NeuralTopicModel(BaseTopicModel):
         generator = make_generator(seed, self.device_)
         for part in (module.encoder, module.decoder):
             norms = [m for m in part.modules() if isinstance(m, TFBatchNorm)]
+            if not norms:  # PAMVI's and MoLDA's decoders normalise their parameters only
+                continue
             for norm in norms:
                 norm.start_accumulating()
             with torch.no_grad():

@@ -63,22 +63,38 @@ class L2Normalization(nn.Module):
 
 
 class _BatchedLinear(nn.Module):
-    """``L`` independent linear layers applied to ``(L, B, n_in)`` at once (one
-    batched product), each Glorot-initialised for its own ``(n_in, n_out[l])``;
-    outputs are padded to the largest ``n_out`` (the padding's weights stay zero
-    and its outputs are never read)."""
+    """``L`` independent linear layers of one shape applied to ``(L, B, n_in)`` at once
+    (one batched product), each Glorot-initialised."""
 
-    def __init__(self, n_in, n_out):
+    def __init__(self, n_levels, n_in, n_out):
         super().__init__()
-        width = max(n_out)
-        self.weight = nn.Parameter(torch.zeros(len(n_out), n_in, width))
-        self.bias = nn.Parameter(torch.zeros(len(n_out), 1, width))
+        self.weight = nn.Parameter(torch.zeros(n_levels, n_in, n_out))
+        self.bias = nn.Parameter(torch.zeros(n_levels, 1, n_out))
         with torch.no_grad():
-            for level, size in enumerate(n_out):
-                nn.init.xavier_uniform_(self.weight[level, :, :size])
+            for weight in self.weight:
+                nn.init.xavier_uniform_(weight)
 
     def forward(self, x):
         return torch.baddbmm(self.bias, x, self.weight)
+
+
+class _LevelHeads(nn.Module):
+    """Each level's heads, a linear layer of its own width reading its own level's
+    hidden units: ``(L, B, n_in)`` to ``(B, sum n_out)``, the levels side by side.
+
+    One product per level: the levels' widths differ by orders of magnitude (2
+    super-topics against 50 x 100 edges), so a single batched product padded to the
+    widest would spend most of its arithmetic, and of the optimiser's, on padding.
+    """
+
+    def __init__(self, n_in, n_out):
+        super().__init__()
+        self.weights = nn.ParameterList(nn.Parameter(torch.zeros(n_in, n)) for n in n_out)
+        self.biases = nn.ParameterList(nn.Parameter(torch.zeros(n)) for n in n_out)
+
+    def forward(self, x):
+        return torch.cat([torch.addmm(bias, x_level, weight)
+                          for x_level, weight, bias in zip(x, self.weights, self.biases)], dim=1)
 
 
 class StructuredEncoder(nn.Module):
@@ -87,10 +103,11 @@ class StructuredEncoder(nn.Module):
     Level ``l``'s MLP is AVITM's :class:`~._modules.InferenceNetwork` with
     ``P_l * C_l`` outputs per head. Instead of one small operation per level and
     layer, the first layers of every level are one sparse product (their weights
-    side by side), the later layers and the heads one batched product each, and
-    the heads' normalisations one batch norm over every level's outputs (batch
-    norm is per coordinate, so this is the same function). ``forward(x)``
-    returns ``(mus, logvars)``, one ``(B, P_l, C_l)`` tensor per level.
+    side by side), the later layers one batched product each, the heads one
+    product per level, and the heads' normalisations one batch norm over every
+    level's outputs (batch norm is per coordinate, so this is the same function).
+    ``forward(x)`` returns ``(mus, logvars)``, one ``(B, P_l, C_l)`` tensor per
+    level (views of the heads' output, no copies).
     """
 
     def __init__(self, n_features, masks, hidden_sizes, activation, dropout, logvar_norm,
@@ -112,17 +129,22 @@ class StructuredEncoder(nn.Module):
                 nn.init.xavier_uniform_(block)
         self.activation = ACTIVATIONS[activation]()
         self.hidden = nn.ModuleList(
-            _BatchedLinear(n_in, [n_out] * n_levels)
+            _BatchedLinear(n_levels, n_in, n_out)
             for n_in, n_out in zip(hidden_sizes, hidden_sizes[1:])
         )
         self.dropout = Dropout(dropout)
         self.heads = None
         if hidden_sizes:
-            self.heads = _BatchedLinear(hidden_sizes[-1], head_sizes)
-            with torch.no_grad():  # the mean and log-variance heads are two layers
-                for level, size in enumerate(self.sizes):
-                    nn.init.xavier_uniform_(self.heads.weight[level, :, :size])
-                    nn.init.xavier_uniform_(self.heads.weight[level, :, size:2 * size])
+            self.heads = _LevelHeads(hidden_sizes[-1], head_sizes)
+            with torch.no_grad():
+                # Glorot per head (the mean and log-variance heads are two layers). The
+                # first draw, over both heads, is overwritten: it keeps the random stream,
+                # and so a seed's initial weights, as they were with padded heads.
+                for weight in self.heads.weights:
+                    nn.init.xavier_uniform_(weight)
+                for weight, size in zip(self.heads.weights, self.sizes):
+                    nn.init.xavier_uniform_(weight[:, :size])
+                    nn.init.xavier_uniform_(weight[:, size:])
         self.norm = TFBatchNorm(sum(head_sizes), bn_eps, bn_momentum) if logvar_norm == "batchnorm" else None
         self.logvar_norms = (
             nn.ModuleList(L2Normalization(mask) for mask in masks) if logvar_norm == "l2" else None
@@ -139,22 +161,21 @@ class StructuredEncoder(nn.Module):
         hidden = hidden.view(-1, n_levels, width).transpose(0, 1)  # (L, B, width)
         for layer in self.hidden:
             hidden = self.activation(layer(hidden))
-        out = self.heads(self.dropout(hidden))
-        return torch.cat([out[level, :, :2 * size] for level, size in enumerate(self.sizes)],
-                         dim=1)
+        return self.heads(self.dropout(hidden))
 
     def forward(self, x):
         out = self._heads(x)
         if self.norm is not None:
             out = self.norm(out)
+        # one split into every level's two heads (its backward is one concatenation)
+        parts = torch.split(out, [size for size in self.sizes for _ in range(2)], dim=1)
         mus, logvars = [], []
-        for level, part in enumerate(torch.split(out, [2 * s for s in self.sizes], dim=1)):
-            size = self.sizes[level]
-            mu, logvar = part[:, :size], part[:, size:]
+        for level, shape in enumerate(self.shapes):
+            mu, logvar = parts[2 * level], parts[2 * level + 1]
             if self.logvar_norms is not None:
                 logvar = self.logvar_norms[level](logvar)
-            mus.append(mu.reshape(-1, *self.shapes[level]))
-            logvars.append(logvar.reshape(-1, *self.shapes[level]))
+            mus.append(mu.view(-1, *shape))
+            logvars.append(logvar.view(-1, *shape))
         return tuple(mus), tuple(logvars)
 
 
@@ -242,6 +263,8 @@ class PAMVAE(nn.Module):
             self.register_buffer(f"mask_{level}", torch.tensor(mask, dtype=torch.bool))
             self.register_buffer(f"prior_mean_{level}", torch.as_tensor(mean, dtype=torch.float32))
             self.register_buffer(f"prior_var_{level}", torch.as_tensor(var, dtype=torch.float32))
+        # Levels whose every edge exists skip the masking (the default dense DAG).
+        self.dense_levels = tuple(bool(mask.all()) for mask in self.masks())
 
     def masks(self):
         return [getattr(self, f"mask_{level}") for level in range(self.n_levels)]
@@ -253,8 +276,8 @@ class PAMVAE(nn.Module):
     # ---------------------------------------------------------------- pieces
     def node_probs(self, hs):
         """Per-node softmax over unmasked children of each level's ``(B, P, C)`` logits."""
-        return [torch.softmax(h.masked_fill(~mask, float("-inf")), dim=-1)
-                for h, mask in zip(hs, self.masks())]
+        return [torch.softmax(h if dense else h.masked_fill(~mask, float("-inf")), dim=-1)
+                for h, mask, dense in zip(hs, self.masks(), self.dense_levels)]
 
     @staticmethod
     def reach(node_probs):
@@ -294,11 +317,12 @@ class PAMVAE(nn.Module):
     def kl(self, mus, logvars):
         """Sum over every node of KL(q(h_node | x) || Laplace prior), per document."""
         total = 0.0
-        for mu, logvar, mask, (mean, var) in zip(mus, logvars, self.masks(), self.priors()):
+        for mu, logvar, mask, (mean, var), dense in zip(mus, logvars, self.masks(), self.priors(),
+                                                        self.dense_levels):
             mean, var = mean.to(mu.dtype), var.to(mu.dtype)
-            # Masked edges carry no latent: set them to the prior, where KL is 0.
-            mu = torch.where(mask, mu, mean)
-            logvar = torch.where(mask, logvar, torch.log(var))
+            if not dense:  # masked edges carry no latent: set them to the prior, where KL is 0
+                mu = torch.where(mask, mu, mean)
+                logvar = torch.where(mask, logvar, torch.log(var))
             total = total + gaussian_kl(
                 mu.flatten(1), logvar.flatten(1), mean.flatten(), var.flatten()
             )
