@@ -2,21 +2,26 @@
 
 A fixed number of epochs trains a small corpus far less than a large one: at batches of
 64, 50 epochs are 100 optimiser steps on 140 documents and 40,000 on 54,000. This study
-fits ProdLDA and AVITM (their defaults, K = 20) on corpora of 150 to 54,000 documents and
-records, at checkpoints in optimiser steps (a warm fit continues to the next one), the
-held-out NPMI of the top 10 words (the corpus's test split as reference, the default
-epsilon convention), topic diversity (TD@10) and the mean training loss of the last
-epochs. It also records, for the convergence check of ``fit``, whether the check would
-fire at each checkpoint (``still_improving``): the relative drop of the mean training
-loss between the last two tenths of the epochs so far (at least 5 epochs each).
+fits ProdLDA and AVITM (their defaults, K = 20) on corpora of 100 to 38,000 documents
+and records, at checkpoints in optimiser steps (a warm fit continues to the next one),
+the held-out NPMI of the top 10 words (the corpus's test split as reference, the
+default epsilon convention), topic diversity (TD@10) and the mean training loss of the
+last epochs, with ``still_improving``: the relative drop of the mean training loss
+between the last two tenths of the epochs so far (at least 5 epochs each), recorded to
+see whether the loss could tell when to stop (it could not: ``fit`` counts steps).
+``20ng-N`` and ``nips-N`` are N random training documents of 20 Newsgroups and of the
+NIPS papers.
 
 Usage::
 
     python research/neural_training_length.py                 # all corpora (~20 minutes)
+    python research/neural_training_length.py --corpora 20ng-100 20ng-150 20ng-500 \
+        nips-140 --seeds 0 1 2 --checkpoints 100 300 600 1000 1500 2500 \
+        --name neural_training_length_small                  # small corpora (~6 minutes)
     python research/neural_training_length.py --corpora 20ng-150 bbc --models ProdLDA
     SKTOPICS_RESEARCH_TINY=1 python research/neural_training_length.py   # a check, seconds
 
-Writes ``research/results/neural_training_length.{json,rst}`` (or the tiny run's folder).
+Writes ``research/results/<name>.{json,rst}`` (or the tiny run's folder).
 The neural guide ("How long to train") states the finding in words.
 """
 
@@ -45,7 +50,8 @@ CHECKPOINTS = [150, 300, 600, 1200, 2400, 4800, 9600]
 
 
 def load(name, data_home):
-    """(train, test) count matrices; ``20ng-N`` is N random training documents of 20NG."""
+    """(train, test) count matrices; ``20ng-N`` (``nips-N``) is N random training
+    documents of 20NG (NIPS papers)."""
     if name.startswith("20ng"):
         train = load_20news_avitm(data_home, subset="train").data
         test = load_20news_avitm(data_home, subset="test").data
@@ -54,9 +60,13 @@ def load(name, data_home):
             rows = np.random.default_rng(0).choice(train.shape[0], n, replace=False)
             train = train[np.sort(rows)]
         return train, test
-    if name == "nips":
-        return (load_nips(data_home, subset="train").data,
-                load_nips(data_home, subset="test").data)
+    if name.startswith("nips"):
+        train = load_nips(data_home, subset="train").data
+        if "-" in name:  # N random papers: a small corpus of long documents
+            n = int(name.split("-")[1])
+            train = train[np.sort(np.random.default_rng(0).choice(train.shape[0], n,
+                                                                  replace=False))]
+        return train, load_nips(data_home, subset="test").data
     octis = {"bbc": "BBC_News", "dblp": "DBLP", "m10": "M10"}[name]
     return (load_octis(octis, data_home, subset="train").data,
             load_octis(octis, data_home, subset="test").data)
@@ -109,6 +119,8 @@ def main():
     parser.add_argument("--models", nargs="+", default=list(MODELS))
     parser.add_argument("--seeds", nargs="+", type=int, default=[0])
     parser.add_argument("--checkpoints", nargs="+", type=int, default=CHECKPOINTS)
+    parser.add_argument("--name", default="neural_training_length",
+                        help="results file name (research/results/<name>.{json,rst})")
     args = parser.parse_args()
     corpora = ["20ng-150"] if TINY else args.corpora
     checkpoints = [2, 4] if TINY else args.checkpoints
@@ -123,7 +135,7 @@ def main():
     columns = ["model", "corpus", "n_documents", "steps", "epochs", "npmi", "td10",
                "still_improving", "seconds"]
     table = markdown_table(rows, columns)
-    write_results("neural_training_length",
+    write_results(args.name,
                   {"machine": machine(), "rows": rows, "total_seconds": time.time() - started},
                   "**Neural models: quality against optimiser steps**\n\n" + table,
                   directory=results_dir())

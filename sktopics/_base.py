@@ -22,7 +22,7 @@ from .utils._sklearn_compat import (
     check_is_fitted,
 )
 from .utils._threads import thread_scope
-from .utils._validation import EmptyDocumentWarning, check_count_matrix
+from .utils._validation import EmptyDocumentWarning, check_count_matrix, warn_fractional_counts
 from .utils._warnings import warn
 
 __all__ = ["BaseTopicModel"]
@@ -322,6 +322,8 @@ class BaseTopicModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEsti
             "The vocabulary (number of features and their names; fit one vectorizer for "
             "every rank, or use a HashingVectorizer)",
             (X.shape[1], None if names is None else list(names)))
+        if not warm and not self._integer_counts:
+            warn_fractional_counts(X, type(self).__name__, collective)
         return X
 
     def _record_training_size(self, X, collective=None):

@@ -216,3 +216,18 @@ def test_identical_documents_share_their_error_in_the_total(estimate):
     assert result.stderr == pytest.approx(np.sqrt((3 * se[0]) ** 2 + (2 * se[1]) ** 2 + se[2] ** 2),
                                           rel=1e-9)
     assert result.stderr > np.sqrt(np.sum(result.per_document_stderr ** 2)) * 1.05
+
+
+def test_an_error_that_cannot_be_estimated_stays_unknown_in_the_total():
+    """One particle filter (or one importance sample) gives no per-document error: the
+    total's error is NaN, not 0."""
+    from sktopics.model_selection import importance_sampling_log_likelihood
+
+    one_filter = left_to_right_log_likelihood((PHI, ALPHA), X, n_filters=1, random_state=0)
+    one_sample = importance_sampling_log_likelihood((PHI, ALPHA), X, n_samples=1,
+                                                    random_state=0)
+    for result in (one_filter, one_sample):
+        assert np.isnan(result.per_document_stderr).any()
+        assert np.isnan(result.stderr) and np.isnan(result.per_token_stderr)
+    two_filters = left_to_right_log_likelihood((PHI, ALPHA), X, n_filters=2, random_state=0)
+    assert np.isfinite(two_filters.stderr) and two_filters.stderr > 0

@@ -120,7 +120,8 @@ def test_fractional_values_into_a_weighting_model_are_said_once_per_fit(cls):
     assert f"{tfidf.nnz} of {tfidf.nnz} non-zero entries" in message
     assert cls.__name__ in message and "weights" in message and "token counts" in message
     assert "TF-IDF" in message and "CountVectorizer" in message
-    assert 'warnings.filterwarnings("ignore", category=FractionalCountsWarning)' in message
+    assert ("warnings.filterwarnings(\"ignore\", category=sktopics.utils.FractionalCountsWarning)"
+            in message)
     # inference on the same matrix says nothing more
     with warnings.catch_warnings():
         warnings.simplefilter("error", FractionalCountsWarning)

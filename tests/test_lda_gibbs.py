@@ -319,3 +319,21 @@ def test_cuda_fit_matches_quality_and_is_deterministic(corpus, algorithm):
     _, tv = _match(phi, a.components_)
     assert tv < 0.12
     np.testing.assert_allclose(a.transform(X[:5]).sum(1), 1.0, rtol=1e-6)
+
+
+def test_the_training_curve_changes_where_prior_learning_starts(corpus):
+    """With the same seed, learning the priors leaves the chain as it is until the first
+    update (the first multiple of optimize_interval after burn_in): the curve's change
+    there is the priors moving, which the training-curve display marks."""
+    X = corpus[0]
+    params = dict(n_components=4, max_iter=45, burn_in=20, evaluate_every=1, random_state=0,
+                  device=TEST_DEVICE)
+    fixed = LDAGibbs(optimize_interval=None, **params).fit(X)
+    learned = LDAGibbs(optimize_interval=10, **params).fit(X)
+    first_update = 30
+    before = learned.log_likelihood_sweeps_ < first_update
+    np.testing.assert_array_equal(learned.log_likelihood_trace_[before],
+                                  fixed.log_likelihood_trace_[before])
+    at = learned.log_likelihood_sweeps_ == first_update
+    assert learned.log_likelihood_trace_[at] != fixed.log_likelihood_trace_[at]
+    assert learned.topic_word_prior_ != fixed.topic_word_prior_

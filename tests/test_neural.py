@@ -167,21 +167,24 @@ def test_validation_fraction_records_and_stops_early(cls, corpus):
 
 @pytest.mark.parametrize("cls", [AVITM, ProdLDA, PAMVI, MoLDA])
 def test_max_iter_auto_trains_enough_steps_on_a_small_corpus(cls, corpus, monkeypatch):
-    """"auto" runs its epochs, or as many as the auto step count needs: 120 documents
-    in shuffled batches of 20 give 6 steps an epoch, 50 documents 2."""
+    """"auto" runs its epochs, or as many as the auto step count needs (rounded up):
+    120 documents in shuffled batches of 20 give 6 steps an epoch, 50 documents 2, and
+    the 90 training documents left by a validation split of a quarter 4."""
     from sktopics._neural import _estimator
 
     assert cls().max_iter == "auto"
-    monkeypatch.setattr(_estimator, "AUTO_STEPS", 60)
+    monkeypatch.setattr(_estimator, "MIN_STEPS", 61)
     structure = {"n_components": 4} if cls in NEURAL else {}
     params = {**structure, **FAST, "max_iter": "auto", "random_state": 0}
     monkeypatch.setattr(cls, "_auto_epochs", 3)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        for X, steps_per_epoch in ((corpus, 6), (corpus[:50], 2)):
-            model = cls(**params).fit(X)
-            assert model.n_iter_ == 60 // steps_per_epoch
-            assert sum(model.history_[:, "train_batch_count"]) == 60
+        for X, extra, steps_per_epoch in (
+                (corpus, {}, 6), (corpus[:50], {}, 2),
+                (corpus, {"validation_fraction": 0.25, "n_iter_no_change": 100}, 4)):
+            model = cls(**params, **extra).fit(X)
+            assert model.n_iter_ == -(-61 // steps_per_epoch)
+            assert sum(model.history_[:, "train_batch_count"]) == model.n_iter_ * steps_per_epoch
     monkeypatch.setattr(cls, "_auto_epochs", 40)  # the epoch floor
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -194,13 +197,12 @@ def test_a_fit_of_too_few_steps_warns_with_the_remedy(cls, corpus, monkeypatch):
 
     from sktopics._neural import _convergence
 
-    monkeypatch.setattr(_convergence, "WARN_STEPS", 30)
-    monkeypatch.setattr(_convergence, "AUTO_STEPS", 60)
+    monkeypatch.setattr(_convergence, "MIN_STEPS", 30)
     with pytest.warns(ConvergenceWarning) as record:
         fitted(cls, corpus, max_iter=4)  # 24 steps
     message = str(next(r.message for r in record if r.category is ConvergenceWarning))
     assert "24 optimiser steps (4 epochs of 6 batches)" in message
-    assert "max_iter='auto'" in message and "max_iter=10" in message
+    assert "max_iter='auto'" in message and "max_iter=5." in message
     with pytest.warns(ConvergenceWarning):
         model = fitted(cls, corpus, max_iter=3, warm_start=True)
     with warnings.catch_warnings():
@@ -225,7 +227,11 @@ def test_validation_loss_still_improving_at_max_iter_warns(cls, corpus):
         warnings.simplefilter("error", ConvergenceWarning)
         model = fitted(cls, corpus, max_iter=50, validation_fraction=0.25,
                        n_iter_no_change=2, tol=1e6)
-    assert model.n_iter_ == 3
+        assert model.n_iter_ == 3
+        # stopped early at the last planned epoch: converged too
+        model = fitted(cls, corpus, max_iter=3, validation_fraction=0.25,
+                       n_iter_no_change=2, tol=1e6)
+        assert model.n_iter_ == 3
 
 
 def test_validation_fraction_too_large_raises(corpus):
@@ -538,7 +544,7 @@ def test_avitm_warns_when_every_document_gets_the_same_proportions(corpus):
 
     from sktopics._neural._collapse import proportions_collapse
 
-    model = AVITM(4, random_state=0, **{**FAST, "max_iter": 84})  # 504 steps
+    model = AVITM(4, random_state=0, **{**FAST, "max_iter": 167})  # 1,002 steps
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # a fit whose documents differ: no warning
         model.fit(corpus)

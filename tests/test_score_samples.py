@@ -132,6 +132,18 @@ def test_values_do_not_depend_on_the_other_documents(model):
     assert_allclose(twice[1], values[4], rtol=RTOL)
 
 
+@pytest.mark.filterwarnings("ignore::sktopics.utils.FractionalCountsWarning")
+def test_a_fractional_document_does_not_change_the_others(model):
+    """Each document's estimator follows from its own counts: a row of fractional
+    counts beside integer ones leaves the integer rows' values as they are alone."""
+    values = model.score_samples(X_TEST)
+    fractional = sp.csr_matrix(0.5 * X_TEST[[2]])
+    mixed = sp.vstack([X_TEST, fractional]).tocsr()
+    both = model.score_samples(mixed)
+    assert_allclose(both[:-1], values, rtol=RTOL)
+    assert_allclose(both[-1], model.score_samples(fractional)[0], rtol=RTOL)
+
+
 def test_empty_documents_have_log_likelihood_zero(model):
     values = model.score_samples(X_TEST)
     empty = [2, 5]

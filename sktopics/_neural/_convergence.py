@@ -1,21 +1,18 @@
 """When a neural topic model's fit stopped before its topics settled."""
 
-__all__ = ["AUTO_STEPS", "WARN_STEPS", "undertrained"]
+__all__ = ["MIN_STEPS", "undertrained"]
 
-#: The optimiser steps ``max_iter="auto"`` trains for at least. ProdLDA's held-out
-#: NPMI peaked between 600 and 2,400 steps on corpora of 150 to 11,000 documents,
-#: and fell after it on some (BBC News, NIPS papers) while topic diversity rose
-#: (research/neural_training_length.py): 1,000 steps lifts the smallest corpora and
-#: leaves corpora of more than about 1,300 documents at 50 epochs, as measured when
-#: the defaults were chosen.
-AUTO_STEPS = 1000
-#: Fewer steps than this, and a fit's topics were still forming: at about 300 steps
-#: ProdLDA's NPMI was under half its peak, or negative, on six of the eight corpora
-#: (within 80 % of it on BBC News and NIPS papers).
-WARN_STEPS = 500
+#: The optimiser steps ``max_iter="auto"`` trains for at least, and below which a fit
+#: warns (research/neural_training_length.py). At 1,000 steps ProdLDA's held-out NPMI
+#: was within 0.03 of its best checkpoint on corpora of 100 to 500 documents (three
+#: seeds), where the 100 steps that 50 epochs give them left it lower on every corpus;
+#: past 1,500 steps it collapsed on 140 NIPS papers, and on BBC News and the NIPS
+#: papers it fell after 600 steps. Corpora of more than about 1,300 documents get 50
+#: epochs and at least 1,000 steps anyway, as when the defaults were chosen.
+MIN_STEPS = 1000
 
 
-def undertrained(model, history, first, planned):
+def undertrained(model, history, first, planned, stopped_early):
     """Why a fit of a neural model looks under-trained, or "" when it does not.
 
     Parameters
@@ -27,6 +24,8 @@ def undertrained(model, history, first, planned):
         Epochs run before this call (warm start).
     planned : int
         The epochs this call was to run.
+    stopped_early : bool
+        Whether early stopping ended this call's training.
 
     Returns
     -------
@@ -39,32 +38,31 @@ def undertrained(model, history, first, planned):
     networks: a fit that ran all its epochs without early stopping had a
     validation loss still improving by ``tol`` within the last
     ``n_iter_no_change`` epochs. Without a validation split the training loss
-    cannot tell (on small corpora it keeps falling while the topics degrade, and
-    its epoch-to-epoch noise hides a slow improvement), so the rule is the number
-    of optimiser steps, cumulated over warm fits, against :data:`WARN_STEPS`.
+    cannot tell (on BBC News and the NIPS papers it kept falling while the topics'
+    NPMI fell), so the rule is the number of optimiser steps, cumulated over warm
+    fits, against :data:`MIN_STEPS`.
     """
     name = type(model).__name__
     ran = len(history) - first
     if ran == 0:
         return ""
     if model.validation_fraction is not None:
-        if ran < planned:  # early stopping ended it
+        if stopped_early or ran < planned:
             return ""
         return (
             f"{name}: valid_loss was still improving by more than tol={model.tol:g} "
             f"within the last n_iter_no_change={model.n_iter_no_change} epochs when "
-            f"max_iter={model.max_iter} ended training. Raise max_iter; training then "
+            f"training ended after {ran} epochs. Set max_iter above {ran}: training then "
             "stops by itself once valid_loss stops improving."
         )
     steps = sum(row.get("train_batch_count", 0) for row in history)
-    if steps >= WARN_STEPS:
+    if steps >= MIN_STEPS:
         return ""
     per_epoch = max(history[-1].get("train_batch_count", 1), 1)
-    needed = -(-AUTO_STEPS // per_epoch)
+    needed = -(-MIN_STEPS // per_epoch)
     return (
         f"{name} trained for {steps} optimiser steps ({len(history)} epochs of "
-        f"{per_epoch} batches), too few for its topics to settle: they usually keep "
-        f"improving up to {AUTO_STEPS:,} steps or more. Use max_iter='auto' (the default), "
-        f"which trains that long, or max_iter={needed}, or set "
-        "validation_fraction to stop on held-out documents."
+        f"{per_epoch} batches), too few for its topics to form: they usually keep "
+        f"improving up to about {MIN_STEPS:,} steps. Use max_iter='auto' (the default), "
+        f"which trains that long, or max_iter={needed}."
     )

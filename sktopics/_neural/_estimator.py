@@ -19,7 +19,7 @@ from ..utils._modules import FrozenModule, evaluation_mode
 from ..utils._sklearn_compat import Interval, StrOptions
 from ..utils._validation import check_doc_topic_prior
 from ..utils._warnings import warn
-from ._convergence import AUTO_STEPS, undertrained
+from ._convergence import MIN_STEPS, undertrained
 from ._data import CSRBatchIterator, CSRDataset, natural_batches
 from ._modules import ACTIVATIONS, InferenceNetwork, TFBatchNorm, TopicVAE
 from ._net import EpochMonitor, TopicNet
@@ -74,7 +74,7 @@ class NeuralTopicModel(BaseTopicModel):
     _data_parallel = True
     _fit_step = "epoch"
 
-    #: Epochs of ``max_iter="auto"`` on a corpus large enough for AUTO_STEPS.
+    #: Epochs of ``max_iter="auto"`` on a corpus large enough for MIN_STEPS.
     _auto_epochs = 50
 
     #: Named parameter sets of :meth:`from_preset` (subclasses fill it in).
@@ -213,19 +213,22 @@ class NeuralTopicModel(BaseTopicModel):
         if (epochs is None or not warm) and (collective is None or collective.rank == 0):
             self._warn_if_collapsed(train)
         if epochs is None and not interrupted and (collective is None or collective.rank == 0):
-            problem = undertrained(self, net.history, first, last - first)
+            monitor = dict(net.callbacks_)["monitor"]
+            stopped_early = (monitor.n_iter_no_change is not None and
+                             monitor.epochs_without_improvement_ >= monitor.n_iter_no_change)
+            problem = undertrained(self, net.history, first, last - first, stopped_early)
             if problem:
                 warn(problem, ConvergenceWarning)
         return self
 
     def _epochs(self, n_train, collective):
         """The epochs a ``fit`` runs: ``max_iter``, or for ``"auto"`` enough of them for
-        :data:`~._convergence.AUTO_STEPS` optimiser steps, and at least ``_auto_epochs``."""
+        ``MIN_STEPS`` optimiser steps (:mod:`._convergence`), and at least ``_auto_epochs``."""
         if self.max_iter != "auto":
             return self.max_iter
         per_epoch = (natural_batches(n_train, self.batch_size, self.batch_sampling)
                      if collective is None else _steps_per_epoch(n_train, self, collective))
-        return max(self._auto_epochs, -(-AUTO_STEPS // per_epoch))
+        return max(self._auto_epochs, -(-MIN_STEPS // per_epoch))
 
     def _model_arrays(self):
         yield from super()._model_arrays()

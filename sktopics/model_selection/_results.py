@@ -50,11 +50,17 @@ class _PerDocumentResult:
     def _n_tokens_total(self):
         return max(float(np.sum(self.n_tokens)), 1.0)
 
-    def _total_stderr(self):
+    def _total_stderr(self, unknown_if_any_nan):
         """Standard error of ``total``. The estimates of identical documents (equal
         ``document_keys``) share their random numbers, so their errors add linearly
-        within a group and in quadrature across groups; NaN entries are left out."""
-        se = np.nan_to_num(np.asarray(self.per_document_stderr, dtype=np.float64))
+        within a group and in quadrature across groups. A NaN entry (an error that
+        cannot be estimated, e.g. from one chain) makes the total's NaN when
+        ``unknown_if_any_nan``, and is left out otherwise."""
+        se = np.asarray(self.per_document_stderr, dtype=np.float64)
+        if np.isnan(se).any():
+            if unknown_if_any_nan:
+                return float("nan")
+            se = np.nan_to_num(se)
         if self.document_keys is not None and len(self.document_keys) == len(se):
             _, group = np.unique(self.document_keys, return_inverse=True)
             se = np.bincount(group.ravel(), weights=se)
@@ -94,8 +100,10 @@ class HeldOutLikelihood(_PerDocumentResult):
     @property
     def stderr(self):
         """Monte Carlo standard error of ``total``: ``sqrt(sum se_d^2)`` over distinct
-        documents (identical documents share their error: it adds linearly)."""
-        return self._total_stderr()
+        documents (identical documents share their error: it adds linearly); NaN
+        when a document's error cannot be estimated (one chain, particle filter or
+        sample)."""
+        return self._total_stderr(unknown_if_any_nan=True)
 
     def perplexity(self):
         """Corpus perplexity ``exp(-total / n_tokens)`` (natural log, token-weighted)."""
@@ -159,7 +167,7 @@ class ModelComparison(_PerDocumentResult):
     def stderr(self):
         """Monte Carlo standard error of ``total`` (documents without one left out;
         identical documents share their error, which adds linearly)."""
-        return self._total_stderr()
+        return self._total_stderr(unknown_if_any_nan=False)
 
     @property
     def paired_stderr(self):

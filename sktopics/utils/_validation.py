@@ -4,6 +4,7 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.exceptions import DataConversionWarning
 
+from ._distributed import current_collective
 from ._pipeline import final_estimator
 from ._sklearn_compat import validate_data
 from ._warnings import warn
@@ -16,6 +17,7 @@ __all__ = [
     "check_doc_topic_prior",
     "check_topic_word",
     "text_input_kind",
+    "warn_fractional_counts",
 ]
 
 
@@ -79,8 +81,8 @@ def check_count_matrix(estimator, X, *, reset, integer_counts=False, min_samples
     )
     owner = type(estimator).__name__
     X = check_counts(X, owner=owner, integer_counts=integer_counts)
-    if reset and not integer_counts:
-        _warn_fractional(X, owner)
+    if reset and not integer_counts and current_collective() is None:
+        warn_fractional_counts(X, owner)  # data-parallel: the caller, once ranks agree
     return X
 
 
@@ -186,18 +188,27 @@ def _refuse_raw_text(X, owner):
         )
 
 
-def _warn_fractional(X, owner):
-    """Say that non-integer entries will be used as weights (models that keep them)."""
+def warn_fractional_counts(X, owner, collective=None):
+    """Say that non-integer entries will be used as weights (models that keep them).
+
+    Data-parallel (``collective``), every rank must call it (after the ranks agreed on
+    their input): one warning, on rank 0, counts every rank's entries.
+    """
     values = X.data
-    n_fractional = int(np.count_nonzero(values != np.rint(values)))
+    n_fractional, n_values = int(np.count_nonzero(values != np.rint(values))), X.nnz
+    if collective is not None:
+        n_fractional, n_values = collective.sum(n_fractional), collective.sum(n_values)
+        if collective.rank != 0:
+            return
     if not n_fractional:
         return
     warn(
-        f"{n_fractional} of {X.nnz} non-zero entries of the X passed to {owner} are not "
+        f"{n_fractional} of {n_values} non-zero entries of the X passed to {owner} are not "
         f"integers: {owner} uses them as weights, and its likelihood treats them as token "
         "counts. A TF-IDF or row-normalised matrix is usually a mistake for a count model: "
         "pass raw counts, e.g. from CountVectorizer. If the weights are meant, silence this "
-        'with warnings.filterwarnings("ignore", category=FractionalCountsWarning).',
+        "with warnings.filterwarnings(\"ignore\", "
+        "category=sktopics.utils.FractionalCountsWarning).",
         FractionalCountsWarning,
     )
 
