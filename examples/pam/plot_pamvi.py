@@ -55,9 +55,15 @@ display.figure_.tight_layout()
 super_props, sub_props = pam.transform_levels(test.data)
 fig, ax = plt.subplots(figsize=(8, 2.5))
 order = np.argsort(test.target, kind="stable")
-ax.imshow(super_props[order].T, aspect="auto", interpolation="nearest")
+image = ax.imshow(super_props[order].T, aspect="auto", interpolation="nearest")
+ax.set_yticks(range(super_props.shape[1]))
+# the sections' boundaries, so each block of documents can be read against its label
+sections = np.sort(test.target)
+for boundary in np.flatnonzero(np.diff(sections)) + 0.5:
+    ax.axvline(boundary, color="white", linewidth=1)
 ax.set_xlabel("held-out documents by section: " + ", ".join(test.target_names))
 ax.set_ylabel("super-topic")
+fig.colorbar(image, ax=ax, label="proportion")
 fig.tight_layout()
 
 # %%
