@@ -178,6 +178,58 @@ def test_pam_hierarchy_edge_labels_never_overlap():
     plt.close("all")
 
 
+def _text_boxes(display, labels, boxed=()):
+    """Window extents of the edges' labels, of the texts ``labels`` and of the boxes
+    around the texts ``boxed``."""
+    display.figure_.canvas.draw()
+    renderer = display.figure_.canvas.get_renderer()
+    texts = list(display.edge_labels_.values())
+    texts += [t for t in display.ax_.texts if t.get_text() in labels]
+    return ([t.get_window_extent(renderer) for t in texts]
+            + [t.get_bbox_patch().get_window_extent(renderer) for t in display.ax_.texts
+               if t.get_text() in boxed])
+
+
+def test_pam_hierarchy_labels_at_most_four_edges_per_sub_topic():
+    import matplotlib.pyplot as plt
+
+    from sktopics.inspection import PAMHierarchyDisplay
+    from sktopics.inspection._pam import MAX_EDGE_LABELS
+
+    # 10 super-topics, each leading to all 30 sub-topics almost uniformly: 10 edges
+    # meet at every sub-topic, and super-topic 9 leads to none most
+    n_super, n_sub = 10, 30
+    rng = np.random.default_rng(0)
+    weights = 1.0 + 0.05 * rng.random((n_super, n_sub))
+    weights /= weights.sum(1, keepdims=True)
+    assert not np.any(np.argmax(weights, axis=0) == 9)
+    labels = [f"{k}: word{k} other{k} more{k} last{k}" for k in range(n_sub)]
+    supers = [f"{s}: a{s} b{s} c{s}" for s in range(n_super)]
+    for figsize in (None, (7, 4)):  # its own figure; a small Axes of the caller's
+        ax = None if figsize is None else plt.subplots(figsize=figsize)[1]
+        display = PAMHierarchyDisplay(np.full(n_super, 0.1), weights, supers, labels,
+                                      min_weight=0.0, max_edges=n_sub).plot(ax=ax)
+        # every edge is drawn, the strongest four of each sub-topic labelled
+        assert len(display.ax_.lines) == n_super + n_super * n_sub
+        strongest = {(int(s), k) for k in range(n_sub)
+                     for s in np.argsort(-weights[:, k], kind="stable")[:MAX_EDGE_LABELS]}
+        assert set(display.edge_labels_) == strongest
+        (caption,) = [t for t in display.ax_.texts if t.get_text().startswith("edges")]
+        assert "4 strongest edges;\nweaker ones are not labelled" in caption.get_text()
+        # and the super-topics' boxes (9, beside none, was drawn over 8)
+        boxes = _text_boxes(display, labels, supers)
+        assert len(boxes) == MAX_EDGE_LABELS * n_sub + n_sub + n_super
+        figure = display.figure_.bbox
+        outside = [b for b in boxes + [caption.get_window_extent()]
+                   if b.x0 < figure.x0 or b.x1 > figure.x1
+                   or b.y0 < figure.y0 or b.y1 > figure.y1]
+        assert outside == [], figsize
+        overlapping = [(i, j) for i in range(len(boxes)) for j in range(i)
+                       if boxes[i].overlaps(boxes[j])]
+        assert overlapping == [], figsize
+    plt.close("all")
+
+
 def test_training_curves_are_per_token_with_a_held_out_curve():
     import matplotlib.pyplot as plt
 

@@ -32,9 +32,11 @@ from sktopics.model_selection import (
     make_diversity_scorer,
     make_importance_sampling_scorer,
     make_left_to_right_scorer,
+    make_ratio_ais_scorer,
     refit_best,
 )
 from sktopics.model_selection._scorers import AUTO_START, _HeldOutScorer
+from sktopics.utils._cv_results import BUDGET_PARAMETERS
 
 from ._instances import TEST_DEVICE
 from .test_model_selection_api import corpus, distinct_documents, prodlda_exact, texts
@@ -283,24 +285,84 @@ def test_the_ranking_warning_gives_its_numbers_and_the_remedy_for_its_cause():
     noisy["mean_test_budget"] = np.full(2, 20.0)
     report, message = _warned(noisy)
     assert report["error_kind"] == "Monte Carlo"
+    # cv_results that do not say which scorer made them: every scorer's parameter
     for part in ("{'k': 0} scores -7.0000", "{'k': 1} -7.0100", "a lead of 0.0100",
                  "2 x 0.0200 = 0.0400", "Monte Carlo", "(it used 20)", "n_particles",
                  "n_samples", "n_temperatures"):
         assert part in message, (part, message)
     assert "more folds" not in message
     assert max(len(sentence) for sentence in re.split(r"(?<=\.) ", message)) < 200, message
+    # a scorer that says its parameter: that one alone
+    noisy["mean_test_budget_n_samples"] = np.full(2, 20.0)
+    _, message = _warned(noisy)
+    assert "raise n_samples (it used 20), or treat them" in message, message
+    assert "n_particles" not in message and "n_temperatures" not in message
     # the folds disagree: the remedy is more folds, not a larger budget
     folds = np.array([[-7.00, -7.05], [-7.10, -7.06]])
     report, message = _warned(_checked(None, folds=folds, stderr=1e-4))
     diff = folds[:, 1] - folds[:, 0]
     error = np.std(diff, ddof=1) / np.sqrt(2)
     assert report["error_kind"] == "cross-validation"
-    assert f"The standard error {error:.4f} is the cross-validation one" in message
+    assert f"2 x {error:.4f} = {2 * error:.4f}." in message, message  # 0.0450: 3 digits
+    assert "The standard error is the cross-validation one" in message
     assert "across the 2 folds" in message and "more folds" in message
     assert "n_particles" not in message
     # different budget biases decide: the remedy is the budget again
     _, message = _warned(_checked([-7.0, -7.01], stderr=1e-4, bias=[0.06, 0.01]))
     assert "budget biases differ" in message and "n_temperatures" in message
+
+
+def test_a_left_to_right_search_names_n_particles_alone():
+    import matplotlib.pyplot as plt
+
+    # two copies of one model (same grid value, same seed): a lead of exactly 0, which
+    # no error settles, so the warning gives its remedy, the scorer's own parameter
+    X = corpus(40, seed=2)
+    search = GridSearchCV(LDAGibbs(max_iter=5, device=TEST_DEVICE, random_state=0),
+                          {"n_components": [2, 2]}, cv=2, refit=refit_best,
+                          scoring=make_left_to_right_scorer(n_particles=4, return_stderr=True))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        search.fit(X)
+    results = search.cv_results_
+    assert results["mean_test_score"][0] == results["mean_test_score"][1]
+    np.testing.assert_array_equal(results["mean_test_budget_n_particles"], 4)
+    np.testing.assert_array_equal(results["mean_test_budget"], 4)
+    assert not any(f"mean_test_budget_{p}" in results for p in ("n_samples", "n_temperatures"))
+    (message,) = [str(w.message) for w in caught if "cannot rank" in str(w.message)]
+    assert "raise n_particles (it used 4)" in message, message
+    assert "n_samples" not in message and "n_temperatures" not in message
+    # every likelihood scorer records its parameter under a name check_ranking reads
+    for scorer in (make_ais_scorer(), make_importance_sampling_scorer(),
+                   make_ratio_ais_scorer(LDAGibbs())):
+        assert scorer.budget in BUDGET_PARAMETERS
+    # the criteria display does not draw the budget as a criterion
+    display = CriteriaDisplay.from_cv_results(results, param="n_components")
+    assert list(display.means) == ["score"]
+    plt.close("all")
+
+
+def test_the_ranking_warning_keeps_the_digits_of_small_errors():
+    # per-token errors of a large corpus: a lead of 4e-5 against an error of 6e-5
+    folds = np.array([[-7.41234, -7.412385], [-7.41234, -7.412375]])
+    cv = _checked(None, folds=folds, stderr=6e-5)
+    cv["mean_test_budget_n_particles"] = np.full(2, 20.0)
+    report, message = _warned(cv)
+    mc = np.hypot(*[np.sqrt(2 * 6e-5**2) / 2] * 2)  # of each candidate, in quadrature: 6e-5
+    assert report["mc_error"] == pytest.approx(mc) and report["error_kind"] == "Monte Carlo"
+    for part in ("scores -7.4123400 and {'k': 1} -7.4123800", "a lead of 0.0000400",
+                 f"2 x {mc:.7f} = {2 * mc:.6f}", "(across the 2 folds: 0.00000500)",
+                 "raise n_particles (it used 20)"):
+        assert part in message, (part, message)
+    assert "0.0000 " not in message and "0.0000." not in message
+    assert len(message) < 420, (len(message), message)
+    # the budget check's warning and the bias gap keep their digits too
+    cv = _checked([-7.0, -7.0001], stderr=1e-6, bias=[3.21e-4, 1e-5], tolerance=1e-4)
+    with pytest.warns(RankingWarning) as caught:
+        check_ranking(cv)
+    said = " ".join(str(w.message) for w in caught)
+    assert "at most 0.000321, for {'k': 0}" in said, said
+    assert "+ 0.000311 = " in said, said
 
 
 def test_refit_best_with_a_named_scoring_dict():
@@ -372,6 +434,7 @@ def test_importance_sampling_scorer_in_a_pipeline_search():
         assert np.all(np.isfinite(results[f"mean_test_{name}"]))
     assert np.all(results["mean_test_bias"] >= 0) and np.all(results["mean_test_stderr"] > 0)
     np.testing.assert_array_equal(results["mean_test_budget"], 16)
+    np.testing.assert_array_equal(results["mean_test_budget_n_samples"], 16)
     np.testing.assert_array_equal(results["mean_test_bias_tolerance"], 0.01)
     assert search.best_index_ == int(np.argmax(results["mean_test_score"]))
 
@@ -396,8 +459,8 @@ def test_the_criteria_scorer_merges_its_scorers():
     got = make_criteria_scorer(make_left_to_right_scorer(n_particles=5, return_stderr=True),
                                coherence=make_coherence_scorer(top_n=3),
                                diversity=make_diversity_scorer(top_n=3))(model, X)
-    assert set(got) == {"score", "stderr", "bias", "bias_half", "budget", "coherence",
-                        "diversity"}
+    assert set(got) == {"score", "stderr", "bias", "bias_half", "budget",
+                        "budget_n_particles", "coherence", "diversity"}
     assert got["diversity"] == topic_diversity(model, top_n=3)
     plain = make_criteria_scorer(make_left_to_right_scorer(n_particles=5))(model, X)
     assert set(plain) == {"score"}
@@ -508,6 +571,33 @@ def test_the_criteria_display_draws_the_errors_the_ranking_check_compares():
     assert _drawn_bars(wide.ax_[0])[20.0] == pytest.approx(3 * np.hypot(mc, mc))
     labels = wide.ax_[0].get_legend_handles_labels()[1]
     assert any("\u00b13 s.e. of the gap to the best, Monte Carlo" in label for label in labels)
+    plt.close("all")
+
+
+def test_the_criteria_display_stars_the_candidate_its_bars_are_measured_from():
+    import matplotlib.pyplot as plt
+
+    # K = 20 and K = 5 tie exactly; the search lists K = 20 first, the display draws
+    # K = 5 first: the best is the search's first, as check_ranking has it
+    folds = np.array([[-6.75, -7.25, -7.5], [-7.25, -6.75, -7.5]])
+    cv = {"params": [{"n_components": k} for k in (20, 5, 10)],
+          "mean_test_score": folds.mean(0), "mean_test_coherence": np.array([0.1, 0.1, 0.05])}
+    for f, row in enumerate(folds):
+        cv[f"split{f}_test_score"] = row
+    assert cv["mean_test_score"][0] == cv["mean_test_score"][1]
+    with pytest.warns(RankingWarning, match="cannot rank"):
+        assert check_ranking(cv)["best"] == 0
+    display = CriteriaDisplay.from_cv_results(cv)
+    np.testing.assert_array_equal(display.values, [5, 10, 20])
+    # the coherence has no folds, hence no check_ranking: the same rule
+    assert display.best_ == {"score": 20, "coherence": 20}
+    drawn = _drawn_bars(display.ax_[0])
+    assert set(drawn) == {5.0, 10.0}  # none on the starred K = 20
+    # K = 5 against K = 20: per-fold differences -0.5 and 0.5, standard error 0.5
+    assert drawn[5.0] == pytest.approx(2 * 0.5)
+    for panel in display.ax_:
+        (star,) = [line for line in panel.lines if line.get_marker() == "*"]
+        assert list(star.get_xdata()) == [20.0]
     plt.close("all")
 
 

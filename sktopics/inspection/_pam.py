@@ -22,8 +22,11 @@ class PAMHierarchyDisplay(DisplayMixin):
     the node that continue to the child) times the number of sub-topics; its width
     grows with that ratio. The ratio (``x2.1``) is written where the edge arrives,
     in its super-topic's colour, before the sub-topic's words: one slot per edge,
-    the strongest first, so that no two labels overlap however many edges meet at a
-    sub-topic (``edge_labels_`` holds them). A super-topic draws its
+    the strongest first, for at most four edges a sub-topic (the
+    weaker ones are drawn, not labelled, and the caption says so), so that no two
+    labels overlap and a row stays within the figure however many edges meet at a
+    sub-topic (``edge_labels_`` holds them). On Axes too short for a line of text a
+    row, the text shrinks to fit the rows. A super-topic draws its
     strongest ``max_edges`` edges above ``min_weight``, and every sub-topic its
     strongest edge, dotted when it is below ``min_weight``, so that none is left
     unconnected. Sub-topics are grouped under the super-topic that leads to them
@@ -46,7 +49,7 @@ class PAMHierarchyDisplay(DisplayMixin):
     figure_ : matplotlib Figure
     ax_ : matplotlib Axes
     edge_labels_ : dict
-        ``(super, sub) -> matplotlib Text`` of every drawn edge's label.
+        ``(super, sub) -> matplotlib Text`` of every labelled edge's label.
     """
 
     def __init__(self, root_weights, sub_weights, super_labels, sub_labels, min_weight,
@@ -113,12 +116,22 @@ class PAMHierarchyDisplay(DisplayMixin):
         """
         n_super, n_sub = self.sub_weights.shape
         ax = self._axes(ax, (11, max(3.0, 0.28 * n_sub + 1.0)))
+        # Text sizes that fit the Axes: a row of text per sub-topic, a boxed label
+        # per super-topic (smaller than the defaults only on short Axes)
+        height = ax.get_window_extent().height * 72 / ax.figure.dpi  # points
+        word_font = 8 if n_sub <= 30 else 7
+        shrink = min(1.0, height / n_sub / (_LINE * word_font))
+        edge_font, word_font = _EDGE_FONT * shrink, word_font * shrink
+        super_font = min(_SUPER_FONT, height / n_super / _BOX)
         owner = np.argmax(self.sub_weights, axis=0)
         order = np.lexsort((-self.sub_weights.max(0), owner))
         y_sub = {k: 1.0 - (i + 0.5) / n_sub for i, k in enumerate(order)}
-        y_super = np.array([np.mean([y_sub[k] for k in order if owner[k] == s])
-                            if np.any(owner == s) else 1.0 - (s + 0.5) / n_super
-                            for s in range(n_super)])
+        # each super-topic beside the sub-topics it leads to most (a super-topic
+        # leading to none most, in its share of the height), then moved apart
+        y_super = _spread(np.array([np.mean([y_sub[k] for k in order if owner[k] == s])
+                                    if np.any(owner == s) else 1.0 - (s + 0.5) / n_super
+                                    for s in range(n_super)]),
+                          _BOX * super_font / height)
         x_root, x_super, x_sub = 0.02, 0.30, 0.58
         lift = self.sub_weights * n_sub  # 1: as often as uniform
         width = 6.0 / max(lift.max() - 1.0, 1e-12)
@@ -131,32 +144,37 @@ class PAMHierarchyDisplay(DisplayMixin):
             ax.plot([x_super, x_sub], (y_super[s], y_sub[k]), color=f"C{s % 10}", alpha=0.6,
                     linestyle=":" if weak else "-", solid_capstyle="butt",
                     linewidth=0.5 + width * max(lift[s, k] - 1.0, 0.0))
-        # Each edge's label where it arrives, in a slot of its sub-topic's row (rows are
-        # a line of text apart, slots wider than the widest label), strongest first;
-        # the sub-topics' words start after the most slots any row needs.
+        # Each edge's label where it arrives, in a slot of its sub-topic's row (rows at
+        # least a line of text apart, slots wider than the widest label), the
+        # strongest MAX_EDGE_LABELS first; the sub-topics' words start after the most
+        # slots any row needs.
         arriving = {k: sorted((s for s, j in edges if j == k), key=lambda s: -lift[s, k])
                     for k in range(n_sub)}
-        slot, gap = 4.4 * _EDGE_FONT, 3.0  # points
+        unlabelled = any(len(supers) > MAX_EDGE_LABELS for supers in arriving.values())
+        arriving = {k: supers[:MAX_EDGE_LABELS] for k, supers in arriving.items()}
+        slot, gap = 4.4 * edge_font, 3.0  # points
         self.edge_labels_ = {}
         for k, supers in arriving.items():
             for i, s in enumerate(supers):
                 self.edge_labels_[s, k] = ax.annotate(
                     _lift_text(lift[s, k]), (x_sub, y_sub[k]),
                     xytext=(gap + i * slot, 0), textcoords="offset points",
-                    fontsize=_EDGE_FONT, color=f"C{s % 10}", ha="left", va="center")
+                    fontsize=edge_font, color=f"C{s % 10}", ha="left", va="center")
         words_at = gap + slot * max(len(supers) for supers in arriving.values())
         for s in range(n_super):
             ax.text(x_super, y_super[s], self.super_labels[s], ha="center", va="center",
-                    fontsize=9, bbox=dict(boxstyle="round", facecolor=_pale(f"C{s % 10}"),
+                    fontsize=super_font, bbox=dict(boxstyle="round", facecolor=_pale(f"C{s % 10}"),
                                           edgecolor=f"C{s % 10}"))
         for k in range(n_sub):
             ax.annotate(self.sub_labels[k], (x_sub, y_sub[k]), xytext=(words_at, 0),
                         textcoords="offset points", ha="left", va="center",
-                        fontsize=8 if n_sub <= 30 else 7, color=f"C{owner[k] % 10}")
+                        fontsize=word_font, color=f"C{owner[k] % 10}")
         ax.text(x_root, 0.5, "root", ha="left", va="bottom", fontsize=10)
-        ax.text(x_super, -0.02, "edges: how often a super-topic's tokens go on to a "
-                f"sub-topic, against uniform (1/{n_sub}), written before the sub-topic in "
-                "the super-topic's colour;\ndotted: a sub-topic's strongest edge below "
+        bound = (f" (its {MAX_EDGE_LABELS} strongest edges;\nweaker ones are not "
+                 "labelled); " if unlabelled else ";\n")
+        ax.text(x_root, -0.02, "edges: how often a super-topic's tokens go on to a "
+                f"sub-topic, against uniform (1/{n_sub}),\nwritten before the sub-topic in "
+                f"the super-topic's colour{bound}dotted: a sub-topic's strongest edge below "
                 "min_weight", fontsize=7, color="grey", ha="left", va="top")
         ax.set_xlim(0, 1)
         ax.set_ylim(0, 1)
@@ -164,8 +182,35 @@ class PAMHierarchyDisplay(DisplayMixin):
         return self._drawn(ax)
 
 
-#: Font size of the edges' labels, in points.
+#: Font size of the edges' labels, in points (smaller on Axes too short for it).
 _EDGE_FONT = 7
+
+#: The most edges labelled at one sub-topic, the strongest.
+MAX_EDGE_LABELS = 4
+
+#: A row's height, in font sizes, that keeps the rows' text apart.
+_LINE = 1.4
+
+#: Font size of the super-topics' labels, in points (smaller on short Axes), and the
+#: height their boxes need, in font sizes.
+_SUPER_FONT = 9
+_BOX = 2.0
+
+
+def _spread(y, gap):
+    """Heights ``y`` (in (0, 1)) moved apart to at least ``gap`` (at most ``1 / len(y)``),
+    in the same order, each no further than needed, all within ``gap / 2`` of the edges."""
+    order = np.argsort(-y, kind="stable")
+    out = np.array(y, dtype=np.float64)
+    ceiling = 1.0 - gap / 2
+    for i in order:  # downwards: below the one above
+        out[i] = ceiling = min(out[i], ceiling)
+        ceiling -= gap
+    floor = gap / 2
+    for i in order[::-1]:  # upwards: above the one below (and the bottom edge)
+        out[i] = floor = max(out[i], floor)
+        floor += gap
+    return out
 
 
 def _lift_text(lift):

@@ -7,7 +7,7 @@ import warnings
 import numpy as np
 
 from ..model_selection import RankingWarning, check_ranking
-from ..utils._cv_results import LIKELIHOOD_METRICS, fold_scores
+from ..utils._cv_results import LIKELIHOOD_METRICS, fold_scores, rank_order
 from ._common import DisplayMixin
 
 __all__ = ["CriteriaDisplay"]
@@ -75,6 +75,11 @@ class CriteriaDisplay(DisplayMixin):
         the differences, for the legend; ``None``: none.
     n_sigma : float, default=2.0
         The bars' half-length, in standard errors (``check_ranking``'s ``n_sigma``).
+    best : dict or None, default=None
+        ``metric -> index into values`` of the best candidate, the one ``errors``
+        are measured from; ``None``, or a metric left out: the first of the highest
+        means in ``values``' order. :meth:`from_cv_results` passes
+        ``check_ranking``'s (on ties, the first in the search's order).
 
     Attributes
     ----------
@@ -82,7 +87,8 @@ class CriteriaDisplay(DisplayMixin):
     ax_ : ndarray of matplotlib Axes
         One panel per metric, top to bottom.
     best_ : dict
-        ``metric -> value of the parameter with the best mean``.
+        ``metric -> value of the parameter with the best mean`` (the starred
+        candidate, the one the bars are measured from).
 
     Examples
     --------
@@ -100,7 +106,7 @@ class CriteriaDisplay(DisplayMixin):
     """
 
     def __init__(self, values, means, errors, biases, param, error_kinds, mc_errors=None,
-                 n_sigma=2.0):
+                 n_sigma=2.0, best=None):
         self.values = np.asarray(values)
         self.means = means
         self.errors = errors
@@ -109,7 +115,8 @@ class CriteriaDisplay(DisplayMixin):
         self.error_kinds = error_kinds
         self.mc_errors = {} if mc_errors is None else mc_errors
         self.n_sigma = n_sigma
-        self.best_ = {m: _plain(self.values[int(np.nanargmax(v))]) for m, v in means.items()}
+        self.best = best
+        self.best_ = {m: _plain(self.values[i]) for m, i in self._best_indices().items()}
 
     @classmethod
     def from_cv_results(cls, cv_results, *, param=None, metrics=None, n_sigma=2.0, ax=None):
@@ -163,16 +170,18 @@ class CriteriaDisplay(DisplayMixin):
         # numbers in increasing order; other values (strings, None...) as searched
         order = (np.argsort(values.astype(float), kind="stable") if numeric
                  else np.arange(len(values)))
-        means, errors, biases, kinds, mc_errors = {}, {}, {}, {}, {}
+        position = np.argsort(order)  # where each candidate is drawn
+        means, errors, biases, kinds, mc_errors, best = {}, {}, {}, {}, {}, {}
         for m in metrics:
             means[m] = np.asarray(cv_results[f"mean_test_{m}"], dtype=float)[order]
-            error, kind, mc_error = _gap_errors(cv_results, m, len(values))
+            error, kind, mc_error, top = _gap_errors(cv_results, m, len(values))
             errors[m], kinds[m], mc_errors[m] = error[order], [kind[i] for i in order], \
                 mc_error[order]
+            best[m] = int(position[top])
             if m == "score" and "mean_test_bias" in cv_results:
                 biases[m] = np.asarray(cv_results["mean_test_bias"], dtype=float)[order]
         return cls(values[order], means, errors, biases, key, kinds, mc_errors,
-                   n_sigma).plot(ax=ax)
+                   n_sigma, best).plot(ax=ax)
 
     @classmethod
     def from_estimator(cls, search, *, param=None, metrics=None, n_sigma=2.0, ax=None):
@@ -223,9 +232,10 @@ class CriteriaDisplay(DisplayMixin):
                       for v in self.values)
         x = (np.asarray(self.values, dtype=float) if numeric
              else np.arange(len(self.values), dtype=float))
+        best_indices = self._best_indices()
         for panel, m in zip(axes, metrics):
             mean = self.means[m]
-            best = int(np.nanargmax(mean))
+            best = best_indices[m]
             panel.plot(x, mean, marker="o", color="C0", label="mean over the folds")
             bar = self.n_sigma * np.asarray(self.errors[m], dtype=float)
             shown = np.isfinite(bar) & (np.arange(len(x)) != best)
@@ -261,6 +271,12 @@ class CriteriaDisplay(DisplayMixin):
         axes[-1].set_xlabel(self.param.split("__")[-1])
         return self._drawn(axes, figure)
 
+    def _best_indices(self):
+        """``metric -> index into values`` of the starred candidate (see ``best``)."""
+        given = self.best or {}
+        return {m: int(given[m]) if m in given else int(rank_order(v)[0])
+                for m, v in self.means.items()}
+
     def _bar_label(self, metric, drawn):
         """The legend of ``metric``'s error bars: how long, and which error decided."""
         kinds = {self.error_kinds[metric][i] for i in drawn}
@@ -287,14 +303,17 @@ class CriteriaDisplay(DisplayMixin):
 
 def _gap_errors(cv_results, metric, n):
     """The standard errors of each candidate's difference from the best in ``metric``,
-    their kinds and the Monte Carlo ones, as :func:`check_ranking` computes them (NaN
-    where there is neither a second fold nor a Monte Carlo error)."""
+    their kinds, the Monte Carlo ones and the best candidate's index, as
+    :func:`check_ranking` computes them (NaN errors where there is neither a second
+    fold nor a Monte Carlo error; the best then by the same rule)."""
     likelihood = metric == "score"
     stderr = "stderr" if likelihood and fold_scores(cv_results, "stderr") is not None else None
     if stderr is None and fold_scores(cv_results, metric) is None:
-        return np.full(n, np.nan), [None] * n, np.full(n, np.nan)
+        best = int(rank_order(cv_results[f"mean_test_{metric}"])[0])
+        return np.full(n, np.nan), [None] * n, np.full(n, np.nan), best
     with warnings.catch_warnings():  # drawn here; check_ranking and refit_best say it
         warnings.simplefilter("ignore", RankingWarning)
         report = check_ranking(cv_results, score=metric, stderr=stderr,
                                bias="bias" if likelihood else None)
-    return report["gap_errors"], report["gap_error_kinds"], report["gap_mc_errors"]
+    return (report["gap_errors"], report["gap_error_kinds"], report["gap_mc_errors"],
+            report["best"])

@@ -5,7 +5,7 @@
 
 import numpy as np
 
-from ..utils._cv_results import fold_scores, mean_scores
+from ..utils._cv_results import budget_parameter, fold_scores, mean_scores, rank_order
 from ..utils._warnings import warn
 
 __all__ = ["RankingWarning", "check_ranking", "refit_best"]
@@ -59,10 +59,11 @@ def check_ranking(cv_results, *, score="score", stderr="stderr", bias="bias",
 
     The warning gives the two candidates, their scores and lead, the standard error
     that decided and which kind it is, and the remedy for that cause: more folds or
-    documents when the folds disagree; the scorer's budget (``n_particles``,
-    ``n_samples`` or ``n_temperatures``) when its Monte Carlo noise or its budget
-    bias decides. ``cv_results`` does not say which scorer made it, so the warning
-    names the budget parameter of each.
+    documents when the folds disagree; the scorer's budget when its Monte Carlo
+    noise or its budget bias decides. A scorer made with ``return_stderr=True``
+    records which parameter its budget is (``mean_test_budget_n_particles``,
+    ``..._n_samples`` or ``..._n_temperatures``), and the warning names that one;
+    without it, it names the budget parameter of each scorer.
 
     Parameters
     ----------
@@ -105,13 +106,13 @@ def check_ranking(cv_results, *, score="score", stderr="stderr", bias="bias",
     """
     means = np.asarray(cv_results[f"mean_test_{score}"], dtype=float)
     n = len(means)
-    order = np.argsort(-means, kind="stable")
+    order = rank_order(means)
     params = cv_results["params"]
     biases = mean_scores(cv_results, bias, n) if bias is not None else np.full(n, np.nan)
     mc_folds = fold_scores(cv_results, stderr) if stderr is not None else None
     mc = (np.sqrt(np.nansum(mc_folds**2, axis=0)) / mc_folds.shape[0]
           if mc_folds is not None else np.full(n, np.nan))
-    budgets = mean_scores(cv_results, "budget", n)
+    raise_budget = _raise_budget(cv_results, n)
 
     if bias_tolerance is None:
         recorded = mean_scores(cv_results, "bias_tolerance", n)
@@ -123,10 +124,10 @@ def check_ranking(cv_results, *, score="score", stderr="stderr", bias="bias",
         if over:
             worst = int(np.nanargmax(biases))
             warn(f"The budget checks of {len(over)} of {n} candidates rose by more than "
-                 f"bias_tolerance={bias_tolerance:g} nats per token. The largest rise is "
-                 f"{biases[worst]:.4f}, for {params[worst]}. Their scores are biased low by "
-                 "at least that much, and by more for larger models. Raise the scorer's "
-                 f"budget{_used(budgets)}: {_BUDGETS}.", RankingWarning)
+                 f"bias_tolerance={bias_tolerance:g} nats per token, at most "
+                 f"{_num(biases[worst])}, for {params[worst]}: their scores are biased low "
+                 "by at least that much, by more for larger models. Raise "
+                 f"{raise_budget}.", RankingWarning)
         if unknown:
             warn(f"The budget of {len(unknown)} of {n} candidates could not be checked "
                  "(a budget of 1 has no half budget to compare with): their biases are "
@@ -170,26 +171,27 @@ def check_ranking(cv_results, *, score="score", stderr="stderr", bias="bias",
     settled = bool(lead > n_sigma * np.nan_to_num(combined, nan=np.inf) + bias_gap)
     if not settled:
         n_folds = 0 if per_fold is None else per_fold.shape[0]
+        places = _decimals(lead if lead else combined)  # enough to show the lead
         sentences = [
-            "The search cannot rank its two best candidates.",
-            f"{params[best]} scores {means[best]:.4f} and {params[runner_up]} "
-            f"{means[runner_up]:.4f} nats per token: a lead of {lead:.4f}.",
+            f"The search cannot rank its two best candidates: {params[best]} scores "
+            f"{means[best]:.{places}f} and {params[runner_up]} {means[runner_up]:.{places}f} "
+            f"nats per token, a lead of {_num(lead)}.",
             _rule(n_sigma, combined, bias_gap),
             _decisive(kind, combined, cv_error, mc_error, n_folds),
         ]
         if slow:
-            detail = "; ".join(f"{params[i]}: {halves[i]:.4f} then {biases[i]:.4f}"
+            detail = "; ".join(f"{params[i]}: {_num(halves[i])} then {_num(biases[i])}"
                                for i in slow)
             sentences.append(
                 f"Scores converging more slowly than 1 / budget ({detail}: the rises per "
                 "token from a quarter to half and from half to the full budget) may leave "
                 "several times the last rise as bias.")
         if bias_gap >= n_sigma * np.nan_to_num(combined):
-            sentences.append("Their budget biases differ by more than the errors: raise the "
-                             f"scorer's budget{_used(budgets)}: {_BUDGETS}.")
+            sentences.append("Their budget biases differ by more than the errors: raise "
+                             f"{raise_budget}.")
         elif kind == "Monte Carlo":
-            sentences.append(f"To tell them apart, raise the scorer's budget{_used(budgets)}: "
-                             f"{_BUDGETS}. Or treat them as equally good.")
+            sentences.append(f"To tell them apart, raise {raise_budget}, or treat them as "
+                             "equally good.")
         else:
             sentences.append("The folds disagree: use more folds (cv=) or more documents, or "
                              "treat them as equally good.")
@@ -231,19 +233,44 @@ def _gap_errors(per_fold, mc, reference):
     return cv, mc_gap, errors, kinds
 
 
-#: The budget parameter of each likelihood scorer, for the warnings' remedies (the
-#: scorers record how large their budget was, not which parameter set it).
-_BUDGETS = ("n_particles for the left-to-right scorer, n_samples for importance "
-            "sampling, n_temperatures for AIS and ratio AIS")
+#: The budget parameter of each likelihood scorer, for the warnings' remedies when
+#: ``cv_results`` does not say which scorer made it.
+_BUDGETS = ("n_particles (left-to-right), n_samples (importance sampling) or "
+            "n_temperatures (AIS, ratio AIS)")
+
+#: Numbers in the warnings keep this many significant digits.
+_DIGITS = 3
 
 
-def _used(budgets):
-    """`` (it used 20)``: the recorded budgets of a scorer, if it recorded them."""
+def _raise_budget(cv_results, n):
+    """What to raise: ``n_particles (it used 20)``, the scorer's own parameter and
+    recorded budget, or every scorer's parameter when the scorer did not say."""
+    parameter = budget_parameter(cv_results)
+    budgets = mean_scores(cv_results, "budget" if parameter is None else
+                          f"budget_{parameter}", n)
     used = np.unique(budgets[np.isfinite(budgets)])
-    if not len(used):
-        return ""
-    return " (it used " + (f"{used[0]:g}" if len(used) == 1 else
-                           f"{used.min():g} to {used.max():g}") + ")"
+    used = ("" if not len(used) else " (it used " + (
+        f"{used[0]:g}" if len(used) == 1 else f"{used.min():g} to {used.max():g}") + ")")
+    if parameter is not None:
+        return f"{parameter}{used}"
+    return f"the scorer's budget{used}: {_BUDGETS}"
+
+
+def _decimals(x):
+    """Decimal places that show ``x`` to :data:`_DIGITS` significant digits (4 for 0)."""
+    x = abs(float(x))
+    if not np.isfinite(x) or x == 0:
+        return 4
+    return max(0, _DIGITS - 1 - int(np.floor(np.log10(x))))
+
+
+def _num(x):
+    """``x`` to :data:`_DIGITS` significant digits, in plain notation down to 1e-7
+    (``0.0000612``, ``0.0400``, ``12.3``, ``1234``); ``inf`` and ``nan`` as such."""
+    if not np.isfinite(x):
+        return f"{x:g}"
+    places = _decimals(x)
+    return f"{x:.{places}f}" if places <= 9 else f"{x:.{_DIGITS}g}"
 
 
 def _rule(n_sigma, error, bias_gap):
@@ -252,12 +279,12 @@ def _rule(n_sigma, error, bias_gap):
         return "The standard error of the lead is unknown, so no lead is enough."
     rule = f"A lead must exceed {n_sigma:g} standard errors"
     if not bias_gap:
-        return f"{rule}: {n_sigma:g} x {error:.4f} = {n_sigma * error:.4f}."
+        return f"{rule}: {n_sigma:g} x {_num(error)} = {_num(n_sigma * error)}."
     if not np.isfinite(bias_gap):
         return (f"{rule} plus the difference of their budget biases, which has no bound: "
                 "a score's rise did not shrink when its budget was doubled.")
     return (f"{rule} plus the difference of their estimated budget biases: {n_sigma:g} x "
-            f"{error:.4f} + {bias_gap:.4f} = {n_sigma * error + bias_gap:.4f}.")
+            f"{_num(error)} + {_num(bias_gap)} = {_num(n_sigma * error + bias_gap)}.")
 
 
 def _decisive(kind, error, cv_error, mc_error, n_folds):
@@ -265,15 +292,11 @@ def _decisive(kind, error, cv_error, mc_error, n_folds):
     if np.isnan(error):
         return ""
     if kind == "cross-validation":
-        other = (f" (the Monte Carlo one is {mc_error:.4f})" if not np.isnan(mc_error)
-                 else "")
-        return (f"The standard error {error:.4f} is the cross-validation one: the spread "
-                f"of the two candidates' score differences across the {n_folds} folds"
-                f"{other}.")
-    other = (f" (the one across the {n_folds} folds is {cv_error:.4f})"
-             if not np.isnan(cv_error) else "")
-    return (f"The standard error {error:.4f} is the Monte Carlo one, the scorer's own "
-            f"noise{other}.")
+        other = f" (Monte Carlo: {_num(mc_error)})" if not np.isnan(mc_error) else ""
+        return ("The standard error is the cross-validation one, the spread of their score "
+                f"differences across the {n_folds} folds{other}.")
+    other = f" (across the {n_folds} folds: {_num(cv_error)})" if not np.isnan(cv_error) else ""
+    return f"The standard error is the scorer's Monte Carlo noise{other}."
 
 
 def refit_best(cv_results, *, score="score", stderr="stderr", bias="bias", n_sigma=2.0,

@@ -12,9 +12,11 @@ the Monte Carlo standard error and a budget check of every fold's score in
 ``cv_results_``: ``"score"``, ``"stderr"``, ``"bias"`` (the score's rise from half the
 budget: temperatures, particles or samples), ``"bias_half"`` (the rise from a quarter
 to half the budget, the same check one halving earlier; left out below a budget of
-4), ``"budget"`` (the budget
-used) and, when the scorer has one, its ``"bias_tolerance"``. :func:`refit_best` (as
-``refit=``) and :func:`check_ranking` read them back in the calling process.
+4), ``"budget"`` (the budget used), the same under a name that says which parameter it
+is (``"budget_n_particles"``, ``"budget_n_samples"`` or ``"budget_n_temperatures"``: a
+search's score dict holds numbers only) and, when the scorer has one, its
+``"bias_tolerance"``. :func:`refit_best` (as ``refit=``) and :func:`check_ranking` read
+them back in the calling process.
 
 These estimators rise towards the truth with their budget. If they converge like
 1 / budget, the rise from half to the full budget estimates the bias left at the full
@@ -50,7 +52,7 @@ from ..utils._warnings import warn
 from ._ais import ais_log_likelihood
 from ._importance_sampling import importance_sampling_log_likelihood
 from ._left_to_right import left_to_right_log_likelihood
-from ._ranking import RankingWarning
+from ._ranking import RankingWarning, _num
 from ._ratio_ais import ratio_ais
 
 __all__ = [
@@ -151,7 +153,7 @@ class _HeldOutScorer:
         elif self.bias_tolerance is not None and bias > self.bias_tolerance:
             cap = (f" (doubled up to its cap, {self.max_name}={self.max_budget})"
                    if capped else "")
-            warn(f"{self.name}: the held-out log-likelihood rose by {bias:.4f} nats per "
+            warn(f"{self.name}: the held-out log-likelihood rose by {_num(bias)} nats per "
                  f"token from {self.budget}={max(size // 2, 1)} to {size}{cap}, more than "
                  f"bias_tolerance={self.bias_tolerance:g}. "
                  "The estimate is biased low by at least about as much, and by more for "
@@ -165,7 +167,7 @@ class _HeldOutScorer:
         if not self.return_stderr:
             return score
         out = {"score": score, "stderr": stderr, "bias": bias, "bias_half": earlier,
-               "budget": float(size)}
+               "budget": float(size), f"budget_{self.budget}": float(size)}
         if size < 4:  # no quarter budget: left out rather than NaN in every fold
             del out["bias_half"]
         if self.bias_tolerance is not None:
@@ -569,8 +571,8 @@ def make_criteria_scorer(likelihood=None, **others):
     **others : scorers
         Each returns a number, e.g. ``coherence=make_coherence_scorer()``,
         ``diversity=make_diversity_scorer()``; the keyword names the metric. The
-        names ``"score"``, ``"stderr"``, ``"bias"``, ``"bias_half"``, ``"budget"``
-        and ``"bias_tolerance"`` are the likelihood's.
+        names ``"score"``, ``"stderr"``, ``"bias"``, ``"bias_half"``, ``"budget"``,
+        ``"budget_<parameter>"`` and ``"bias_tolerance"`` are the likelihood's.
 
     Returns
     -------

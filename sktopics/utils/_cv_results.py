@@ -9,11 +9,35 @@ import re
 
 import numpy as np
 
-__all__ = ["LIKELIHOOD_METRICS", "fold_scores", "mean_scores"]
+__all__ = ["BUDGET_PARAMETERS", "LIKELIHOOD_METRICS", "budget_parameter", "fold_scores",
+           "mean_scores", "rank_order"]
+
+#: The budget parameters of the likelihood scorers. A scorer made with
+#: ``return_stderr=True`` records its budget twice: as ``"budget"`` and under a name
+#: that says which parameter it is, ``"budget_<parameter>"`` (a search's score dict
+#: holds numbers only, so the parameter travels in the metric's name).
+BUDGET_PARAMETERS = ("n_particles", "n_samples", "n_temperatures")
 
 #: The metrics a likelihood scorer made with ``return_stderr=True`` returns with
 #: its score (:func:`check_ranking` reads them; other criteria may not use the names).
-LIKELIHOOD_METRICS = ("score", "stderr", "bias", "bias_half", "budget", "bias_tolerance")
+LIKELIHOOD_METRICS = ("score", "stderr", "bias", "bias_half", "budget", "bias_tolerance",
+                      *(f"budget_{p}" for p in BUDGET_PARAMETERS))
+
+
+def budget_parameter(cv_results):
+    """The budget parameter of the scorer that made ``cv_results`` (``"n_particles"``...),
+    from its ``mean_test_budget_<parameter>`` column; None when it has none or several."""
+    found = [p for p in BUDGET_PARAMETERS if f"mean_test_budget_{p}" in cv_results]
+    return found[0] if len(found) == 1 else None
+
+
+def rank_order(means):
+    """The candidates from the highest mean down; ties in the search's order, NaN last.
+
+    The one rule of which candidate is best (``rank_order(means)[0]``), shared by
+    :func:`check_ranking` and the displays that mark it.
+    """
+    return np.argsort(-np.asarray(means, dtype=float), kind="stable")
 
 
 def fold_scores(cv_results, metric):
