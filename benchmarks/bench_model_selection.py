@@ -1169,7 +1169,6 @@ def criteria(args):
     from sklearn.model_selection import GridSearchCV, KFold
     from sklearn.pipeline import Pipeline
 
-    from sktopics.inspection import CriteriaDisplay
     from sktopics.model_selection import (
         make_coherence_scorer,
         make_criteria_scorer,
@@ -1199,10 +1198,23 @@ def criteria(args):
            "warnings": [f"{w.category.__name__}: {w.message}" for w in caught],
            "cv_results": {k: np.asarray(res[k]).tolist() for k in keep}}
     out["cv_results"]["params"] = res["params"]
-    display = CriteriaDisplay.from_estimator(search)
-    display.figure_.savefig(args.output_dir / f"{args.output_name}_criteria.png", dpi=110)
-    write_results(f"{args.output_name}_criteria", out, criteria_report,
-                  directory=args.output_dir)
+    path = write_results(f"{args.output_name}_criteria", out, criteria_report,
+                         directory=args.output_dir)
+    criteria_picture(path)
+
+
+def criteria_picture(path):
+    """Draw the :class:`~sktopics.inspection.CriteriaDisplay` of :func:`criteria`'s JSON
+    (``path``) beside it, from the stored ``cv_results_``."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from sktopics.inspection import CriteriaDisplay
+
+    res = json.loads(Path(path).read_text())["cv_results"]
+    res = {k: (v if k == "params" else np.asarray(v)) for k, v in res.items()}
+    display = CriteriaDisplay.from_cv_results(res)
+    display.figure_.savefig(Path(path).with_suffix(".png"), dpi=110)
 
 
 def criteria_report(out):
@@ -1257,6 +1269,8 @@ def main():
                                 ([""], to_rst))
         report_only([args.output_dir / f"{args.output_name}{suffix}.json"
                      for suffix in suffixes], report)
+        if args.criteria:  # the picture too
+            criteria_picture(args.output_dir / f"{args.output_name}_criteria.json")
         return
     if args.folds:
         folds(args)
