@@ -33,6 +33,15 @@ def one_thread():
     torch.set_num_threads(threads)
 
 
+@pytest.fixture
+def two_threads():
+    """Two torch threads in the test (the autouse one-thread setting restored after)."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    yield
+    torch.set_num_threads(before)
+
+
 @pytest.fixture(autouse=True)
 def no_failed_graph_captures(monkeypatch):
     """Each test starts as if no CUDA-graph capture had failed in the process: the

@@ -218,14 +218,6 @@ def test_invalid_input_gets_the_errors_of_score(model):
         model.score_samples(X_TEST[:, :-1])
 
 
-@pytest.fixture
-def two_threads():
-    before = torch.get_num_threads()
-    torch.set_num_threads(2)
-    yield
-    torch.set_num_threads(before)
-
-
 def test_n_jobs_sets_the_threads_inside(model, two_threads, monkeypatch):
     seen = []
     original = type(model)._score_samples

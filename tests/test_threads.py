@@ -16,14 +16,6 @@ from ._instances import FAST_PARAMS
 X, _, _ = make_lda_corpus(n_samples=30, n_features=20, n_components=3, random_state=0)
 
 
-@pytest.fixture
-def two_threads():
-    before = torch.get_num_threads()
-    torch.set_num_threads(2)
-    yield
-    torch.set_num_threads(before)
-
-
 def test_resolve_n_jobs():
     cores = _available_cores()
     assert resolve_n_jobs(3) == 3
