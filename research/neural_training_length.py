@@ -16,16 +16,18 @@ Usage::
 
     python research/neural_training_length.py                 # all corpora (~20 minutes)
     python research/neural_training_length.py --corpora 20ng-100 20ng-150 20ng-500 \
-        nips-140 --seeds 0 1 2 --checkpoints 100 300 600 1000 1500 2500 \
-        --name neural_training_length_small                  # small corpora (~6 minutes)
+        nips-140 --seeds 0 1 2 --checkpoints 100 300 600 1000 1500 2500 --add
+                                                              # small corpora (~6 minutes)
     python research/neural_training_length.py --corpora 20ng-150 bbc --models ProdLDA
     SKTOPICS_RESEARCH_TINY=1 python research/neural_training_length.py   # a check, seconds
 
-Writes ``research/results/<name>.{json,rst}`` (or the tiny run's folder).
+Writes ``research/results/neural_training_length.{json,rst}`` (or the tiny run's folder);
+``--add`` adds a run's rows to the file (the two commands above made it).
 The neural guide ("How long to train") states the finding in words.
 """
 
 import argparse
+import json
 import sys
 import time
 import warnings
@@ -119,8 +121,8 @@ def main():
     parser.add_argument("--models", nargs="+", default=list(MODELS))
     parser.add_argument("--seeds", nargs="+", type=int, default=[0])
     parser.add_argument("--checkpoints", nargs="+", type=int, default=CHECKPOINTS)
-    parser.add_argument("--name", default="neural_training_length",
-                        help="results file name (research/results/<name>.{json,rst})")
+    parser.add_argument("--add", action="store_true",
+                        help="add this run to the results file instead of replacing it")
     args = parser.parse_args()
     corpora = ["20ng-150"] if TINY else args.corpora
     checkpoints = [2, 4] if TINY else args.checkpoints
@@ -132,13 +134,21 @@ def main():
         for model_name in args.models:
             for seed in args.seeds:
                 rows += run(model_name, corpus, X, X_test, seed, checkpoints)
-    columns = ["model", "corpus", "n_documents", "steps", "epochs", "npmi", "td10",
-               "still_improving", "seconds"]
-    table = markdown_table(rows, columns)
-    write_results(args.name,
-                  {"machine": machine(), "rows": rows, "total_seconds": time.time() - started},
-                  "**Neural models: quality against optimiser steps**\n\n" + table,
-                  directory=results_dir())
+    runs = [{"machine": machine(), "command": sys.argv[1:],
+             "total_seconds": time.time() - started}]
+    path = results_dir() / "neural_training_length.json"
+    earlier = json.loads(path.read_text()) if args.add and path.exists() else None
+    if earlier is not None:
+        runs = earlier["runs"] + runs
+    for row in rows:
+        row["run"] = len(runs) - 1
+    if earlier is not None:
+        rows = earlier["rows"] + rows
+    columns = ["run", "model", "corpus", "seed", "n_documents", "steps", "epochs", "npmi",
+               "td10", "still_improving", "seconds"]
+    write_results("neural_training_length", {"runs": runs, "rows": rows},
+                  "**Neural models: quality against optimiser steps**\n\n"
+                  + markdown_table(rows, columns), directory=results_dir())
 
 
 if __name__ == "__main__":
