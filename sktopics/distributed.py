@@ -1,8 +1,9 @@
 """One model across processes and machines, on ``torch.distributed``.
 
 Inside :func:`data_parallel`, ``fit``, ``partial_fit`` and ``score`` of the estimators
-that support it see the union of every rank's documents as one corpus; ``transform``
-returns the rows of this rank's documents. Outside it nothing changes. See the user
+that support it, and the evaluators and scorers of :mod:`sktopics.model_selection`, see
+the union of every rank's documents as one corpus; ``transform`` and ``score_samples``
+return the rows of this rank's documents. Outside it nothing changes. See the user
 guide, "Training across machines".
 """
 
@@ -27,7 +28,8 @@ def data_parallel(group=None, *, timeout=None):
     rows of its own documents. The neural estimators average their gradients over the
     ranks at every step and normalise with the global batch's statistics (the global
     batch is the sum of the ranks' ``batch_size``). ``score`` returns the score of
-    every rank's documents on every rank.
+    every rank's documents on every rank, and so do the evaluators of
+    :mod:`sktopics.model_selection` (their result is the whole held-out set's).
 
     Parameters
     ----------

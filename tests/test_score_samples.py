@@ -3,7 +3,6 @@
 import itertools
 import os
 import pickle
-import time
 import warnings
 
 import numpy as np
@@ -18,6 +17,7 @@ from sktopics.datasets import make_lda_corpus
 from sktopics.utils import EmptyDocumentWarning
 
 from ._instances import FAST_PARAMS, TEST_DEVICE
+from ._ranks import run_ranks
 
 # the fits are short on purpose
 pytestmark = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
@@ -267,24 +267,6 @@ def _worker(rank, world_size, folder, models):
     dist.destroy_process_group()
 
 
-def _run_ranks(folder, models, world_size=2, deadline=300):
-    import torch.multiprocessing as mp
-
-    context = mp.start_processes(_worker, args=(world_size, str(folder), models),
-                                 nprocs=world_size, start_method="spawn", join=False)
-    end = time.monotonic() + deadline
-    while not context.join(timeout=5):
-        if time.monotonic() > end:
-            for process in context.processes:
-                process.kill()
-            pytest.fail(f"the ranks are still running after {deadline} s")
-    results = []
-    for rank in range(world_size):
-        with open(folder / f"rank{rank}.pkl", "rb") as f:
-            results.append(pickle.load(f))
-    return results
-
-
 def test_data_parallel_values_are_the_ranks_rows_of_the_whole(tmp_path):
     import torch.distributed as dist
 
@@ -294,7 +276,7 @@ def test_data_parallel_values_are_the_ranks_rows_of_the_whole(tmp_path):
         pytest.skip("the gloo ranks run on the CPU")
     # one left-to-right filter, one encoder-based importance sampler
     models = {"LDAGibbs": _fast(LDAGibbs).fit(X_TRAIN), "ProdLDA": _fast(ProdLDA).fit(X_TRAIN)}
-    results = _run_ranks(tmp_path, models)
+    results = run_ranks(_worker, tmp_path, models, deadline=300)
     for found in results:
         assert not isinstance(found, Exception), found
     whole = sp.vstack(SHARES).tocsr()

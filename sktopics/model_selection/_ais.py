@@ -17,13 +17,14 @@ import numpy as np
 
 from .._evaluation._hmc import continuous_ais
 from .._evaluation._pam_paths import pam_ais
-from .._evaluation._progress import Progress
 from .._evaluation._tokens import temperature_schedule
 from .._evaluation._zspace import resolve_kernel, z_ais
 from .._random import document_keys
+from ..utils._docstring import fill_doc
 from ..utils._sklearn_compat import Interval, StrOptions, validate_params
 from ..utils._threads import threads_from_n_jobs
-from ._preamble import RUN_CONSTRAINTS, prepare, run_settings
+from ._gather import gather_result
+from ._preamble import DATA_PARALLEL_NOTES, RUN_CONSTRAINTS, prepare, progress, run_settings
 from ._results import HeldOutLikelihood
 
 __all__ = ["ais_log_likelihood"]
@@ -48,6 +49,7 @@ __all__ = ["ais_log_likelihood"]
     prefer_skip_nested_validation=True,
 )
 @threads_from_n_jobs
+@fill_doc(data_parallel=DATA_PARALLEL_NOTES)
 def ais_log_likelihood(
     estimator,
     X,
@@ -130,7 +132,8 @@ def ais_log_likelihood(
         Polyak-averaged); the main run then uses the tuned steps unchanged, so
         every transition is still a fixed, exactly invariant kernel. The pilot's
         cost is included in ``n_token_updates``; ``settings["step_multipliers"]``
-        gives the (min, median, max) of the tuned multipliers.
+        gives the (min, median, max) of the tuned multipliers (inside
+        ``data_parallel`` the median is NaN when several ranks have documents).
     device : str or torch.device, default="auto"
         Where to compute, as for the estimators (``"auto"``: the current CUDA
         device when there is one).
@@ -149,6 +152,8 @@ def ais_log_likelihood(
     result : HeldOutLikelihood
         Per-document estimates and standard errors; ``per_token``, ``total`` and
         ``perplexity()`` summarise them.
+
+    {data_parallel}
     """
     run = prepare("ais_log_likelihood", estimator, X, device=device,
                   dirichlet_approximation=dirichlet_approximation, random_state=random_state)
@@ -167,10 +172,10 @@ def ais_log_likelihood(
                   device=device, root=run.root)
     if kind == "continuous":
         n_updates = int(nonempty.sum()) * n_chains * (len(betas) - 1) * (n_leapfrog + 1)
-        with Progress("ais_log_likelihood", X.shape[0], n_updates, verbose) as progress:
+        with progress("ais_log_likelihood", X.shape[0], n_updates, verbose) as line:
             out, n_updates, acc, tuned = continuous_ais(
                 view, X, step_size=step_size, n_leapfrog=n_leapfrog, start=start,
-                target_acceptance=target_acceptance, progress=progress, **engine)
+                target_acceptance=target_acceptance, progress=line, **engine)
         settings.update(kernel="hmc", step_size=step_size, n_leapfrog=n_leapfrog,
                         start=start if getattr(view, "proposal", None) is not None else "prior",
                         acceptance_rate=acc, target_acceptance=target_acceptance,
@@ -178,18 +183,18 @@ def ais_log_likelihood(
         method = "ais-hmc"
     else:
         n_updates = int(lengths.sum()) * n_chains * (len(betas) - 1)
-        with Progress("ais_log_likelihood", X.shape[0], n_updates, verbose) as progress:
+        with progress("ais_log_likelihood", X.shape[0], n_updates, verbose) as line:
             if kind == "paths":
-                out = pam_ais(mixture, X, resample=resample, progress=progress, **engine)
+                out = pam_ais(mixture, X, resample=resample, progress=line, **engine)
                 kernel, method = "collapsed", "ais-z-pam"
             else:
                 kernel = resolve_kernel(kernel, device)  # one Polya term: blocked is valid
-                out = z_ais(mixture, X, kernel=kernel, resample=resample, progress=progress,
+                out = z_ais(mixture, X, kernel=kernel, resample=resample, progress=line,
                             **engine)
                 method = "ais-z"
         settings.update(kernel=kernel, resample_threshold=float(resample_threshold),
                         n_resampling_events=0 if resample is None else int(resample["events"]))
-    return HeldOutLikelihood(
+    return gather_result(HeldOutLikelihood(
         per_document=out.estimate,
         per_document_stderr=np.where(nonempty, out.stderr, 0.0),
         n_tokens=lengths,
@@ -198,4 +203,4 @@ def ais_log_likelihood(
         n_token_updates=n_updates,
         min_ess=out.min_ess(nonempty),
         document_keys=document_keys(X),
-    )
+    ))

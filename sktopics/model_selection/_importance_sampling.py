@@ -11,11 +11,12 @@ import numbers
 import numpy as np
 
 from .._evaluation._importance import importance_sampling
-from .._evaluation._progress import Progress
 from .._random import document_keys
+from ..utils._docstring import fill_doc
 from ..utils._sklearn_compat import Interval, validate_params
 from ..utils._threads import threads_from_n_jobs
-from ._preamble import RUN_CONSTRAINTS, prepare, run_settings
+from ._gather import gather_result
+from ._preamble import DATA_PARALLEL_NOTES, RUN_CONSTRAINTS, prepare, progress, run_settings
 from ._results import HeldOutLikelihood
 
 __all__ = ["importance_sampling_log_likelihood"]
@@ -31,6 +32,7 @@ __all__ = ["importance_sampling_log_likelihood"]
     prefer_skip_nested_validation=True,
 )
 @threads_from_n_jobs
+@fill_doc(data_parallel=DATA_PARALLEL_NOTES)
 def importance_sampling_log_likelihood(
     estimator,
     X,
@@ -85,6 +87,8 @@ def importance_sampling_log_likelihood(
     ais_log_likelihood : AIS, the reference for long documents and prior-only models.
     left_to_right_log_likelihood : the estimator for mixture models.
 
+    {data_parallel}
+
     Examples
     --------
     >>> import numpy as np
@@ -98,16 +102,16 @@ def importance_sampling_log_likelihood(
     run = prepare("importance_sampling_log_likelihood", estimator, X, device=device,
                   dirichlet_approximation=False, random_state=random_state)
     view = run.model.view
-    with Progress("importance_sampling_log_likelihood", run.X.shape[0],
-                  float(run.lengths.sum()) * n_samples, verbose) as progress:
+    with progress("importance_sampling_log_likelihood", run.X.shape[0],
+                  float(run.lengths.sum()) * n_samples, verbose) as line:
         out = importance_sampling(view, run.X, n_samples, run.root, run.device)
-        progress.finish_documents(run.X.shape[0])
+        line.finish_documents(run.X.shape[0])
     nonempty = run.lengths > 0
     proposal = ("0.5 encoder + 0.5 prior" if getattr(view, "proposal", None) is not None
                 and hasattr(view.prior, "log_prob_h") else "prior")
     settings = run_settings(random_state, run.device, run.model.prior, n_samples=n_samples,
                             proposal=proposal)
-    return HeldOutLikelihood(
+    return gather_result(HeldOutLikelihood(
         per_document=np.where(nonempty, out.estimate, 0.0),
         per_document_stderr=np.where(nonempty, out.stderr, 0.0),
         n_tokens=run.lengths,
@@ -116,4 +120,4 @@ def importance_sampling_log_likelihood(
         n_token_updates=int(run.lengths.sum()) * n_samples,
         min_ess=out.min_ess(nonempty),
         document_keys=document_keys(run.X),
-    )
+    ))

@@ -11,14 +11,24 @@ import numbers
 
 import numpy as np
 
-from .._evaluation._progress import Progress
 from .._evaluation._ratio import iteration_segments
 from .._evaluation._tokens import temperature_schedule
 from .._evaluation._zspace import resolve_kernel
 from .._random import document_keys
+from ..utils._docstring import fill_doc
+from ..utils._fingerprint import array_fingerprint
 from ..utils._sklearn_compat import Interval, StrOptions, validate_params
 from ..utils._threads import threads_from_n_jobs
-from ._preamble import RUN_CONSTRAINTS, evaluated_model, prepare_counts, seed_of
+from ._gather import gather_result
+from ._preamble import (
+    DATA_PARALLEL_NOTES,
+    RUN_CONSTRAINTS,
+    agreed,
+    evaluated_model,
+    prepare_counts,
+    progress,
+    seed_of,
+)
 from ._results import HeldOutLikelihood
 
 __all__ = ["iteration_ais"]
@@ -49,6 +59,7 @@ def _snapshot_mixture(snapshot, dirichlet_approximation):
     prefer_skip_nested_validation=True,
 )
 @threads_from_n_jobs
+@fill_doc(data_parallel=DATA_PARALLEL_NOTES)
 def iteration_ais(
     snapshots,
     X,
@@ -110,32 +121,42 @@ def iteration_ais(
     -------
     results : list of HeldOutLikelihood
         One per snapshot; ``results[t].per_token`` is the learning curve.
+
+    {data_parallel}
     """
-    if hasattr(snapshots, "snapshots_"):  # a fitted estimator that kept snapshots
-        snapshots = snapshots.snapshots_
-    if len(snapshots) < 1:
-        raise ValueError("iteration_ais needs at least one snapshot.")
-    mixes = [_snapshot_mixture(s, dirichlet_approximation) for s in snapshots]
-    n_topics, n_features = mixes[0][0].shape[0], mixes[0][2]
-    if any(m[0].shape[0] != n_topics or m[2] != n_features for m in mixes):
-        raise ValueError("All snapshots must have the same number of topics and words.")
-    two_polya_terms = path == "geometric" and any(
-        not np.array_equal(m[1], mixes[0][1]) for m in mixes)
-    run = prepare_counts("iteration_ais", X, n_features, device=device,
-                         random_state=random_state)
+
+    def prepare_locally():
+        found = snapshots.snapshots_ if hasattr(snapshots, "snapshots_") else snapshots
+        if len(found) < 1:
+            raise ValueError("iteration_ais needs at least one snapshot.")
+        mixes = [_snapshot_mixture(s, dirichlet_approximation) for s in found]
+        n_topics, n_features = mixes[0][0].shape[0], mixes[0][2]
+        if any(m[0].shape[0] != n_topics or m[2] != n_features for m in mixes):
+            raise ValueError("All snapshots must have the same number of topics and words.")
+        two_polya_terms = path == "geometric" and any(
+            not np.array_equal(m[1], mixes[0][1]) for m in mixes)
+        run = prepare_counts("iteration_ais", X, n_features, device=device)
+        resolved = resolve_kernel(kernel, run.device, blocked_valid=not two_polya_terms)
+        if resolved == "blocked" and two_polya_terms:
+            raise ValueError("kernel='blocked' needs path='convex' or 'hybrid' when alphas "
+                             "change.")
+        return mixes, run, resolved
+
+    def identity(prepared):
+        return array_fingerprint(m for mix in prepared[0] for m in mix[:2])
+
+    (mixes, run, kernel), root = agreed("iteration_ais", prepare_locally, identity,
+                                        random_state)
     X, lengths, device = run.X, run.lengths, run.device
     keys = document_keys(X)
-    kernel = resolve_kernel(kernel, device, blocked_valid=not two_polya_terms)
-    if kernel == "blocked" and two_polya_terms:
-        raise ValueError("kernel='blocked' needs path='convex' or 'hybrid' when alphas change.")
     total = lengths.sum() * n_chains * (n_start_temperatures
                                         + (len(mixes) - 1) * (n_segment_temperatures + 1))
-    with Progress("iteration_ais", X.shape[0], total, verbose) as progress:
+    with progress("iteration_ais", X.shape[0], total, verbose) as line:
         outs, n_resampled = iteration_segments(
             mixes, X, path=path, start_betas=temperature_schedule(schedule, n_start_temperatures),
             segment_betas=temperature_schedule(schedule, n_segment_temperatures), n_chains=n_chains,
-            kernel=kernel, resample_threshold=resample_threshold, root=run.root,
-            device=device, progress=progress)
+            kernel=kernel, resample_threshold=resample_threshold, root=root,
+            device=device, progress=line)
     results = []
     n_tok = float(lengths.sum())
     for t, out in enumerate(outs):
@@ -155,4 +176,4 @@ def iteration_ais(
             n_token_updates=int(n_tok * n_chains * temps),
             min_ess=out.min_ess(lengths > 0),
         ))
-    return results
+    return gather_result(results)

@@ -11,12 +11,13 @@ import numbers
 
 import numpy as np
 
-from .._evaluation._progress import Progress
 from .._evaluation._smc import require_sequential_mixture, smc_log_likelihood
 from .._random import document_keys
+from ..utils._docstring import fill_doc
 from ..utils._sklearn_compat import Interval, validate_params
 from ..utils._threads import threads_from_n_jobs
-from ._preamble import RUN_CONSTRAINTS, prepare, run_settings
+from ._gather import gather_result
+from ._preamble import DATA_PARALLEL_NOTES, RUN_CONSTRAINTS, prepare, progress, run_settings
 from ._results import HeldOutLikelihood
 
 __all__ = ["document_completion_log_likelihood", "left_to_right_log_likelihood"]
@@ -36,6 +37,7 @@ __all__ = ["document_completion_log_likelihood", "left_to_right_log_likelihood"]
     prefer_skip_nested_validation=True,
 )
 @threads_from_n_jobs
+@fill_doc(data_parallel=DATA_PARALLEL_NOTES)
 def left_to_right_log_likelihood(
     estimator,
     X,
@@ -95,6 +97,8 @@ def left_to_right_log_likelihood(
     result : HeldOutLikelihood
         Per-document estimates and standard errors (from the ``n_filters``
         filters; NaN with one filter).
+
+    {data_parallel}
     """
     return _sequential("left_to_right_log_likelihood", estimator, X, n_particles=n_particles,
                        n_filters=n_filters, resample_threshold=resample_threshold,
@@ -115,6 +119,7 @@ def left_to_right_log_likelihood(
     prefer_skip_nested_validation=True,
 )
 @threads_from_n_jobs
+@fill_doc(data_parallel=DATA_PARALLEL_NOTES)
 def document_completion_log_likelihood(
     estimator,
     X,
@@ -163,6 +168,8 @@ def document_completion_log_likelihood(
     result : HeldOutLikelihood
         ``n_tokens`` counts the scored tokens, so ``result.perplexity()`` is the
         document-completion perplexity.
+
+    {data_parallel}
     """
     return _sequential("document_completion_log_likelihood", estimator, X,
                        n_particles=n_particles, n_filters=n_filters, resample_threshold=0.5,
@@ -182,12 +189,12 @@ def _sequential(name, estimator, X, *, n_particles, n_filters, resample_threshol
     per_doc_cost = lengths * n_particles * n_filters
     if rejuvenate:
         per_doc_cost = per_doc_cost + lengths * (lengths - 1) // 2 * n_particles * n_filters
-    with Progress(name, X.shape[0], float(lengths.sum()) * n_particles * n_filters,
-                  verbose) as progress:
+    with progress(name, X.shape[0], float(lengths.sum()) * n_particles * n_filters,
+                  verbose) as line:
         out, n_res = smc_log_likelihood(mix, X, n_particles=n_particles, n_filters=n_filters,
                                         resample_threshold=resample_threshold,
                                         rejuvenate=rejuvenate, device=run.device, root=run.root,
-                                        observed_fraction=observed_fraction, progress=progress)
+                                        observed_fraction=observed_fraction, progress=line)
     settings = run_settings(random_state, run.device, run.model.prior, n_particles=n_particles,
                             n_filters=n_filters, resample_threshold=resample_threshold,
                             rejuvenate=rejuvenate)
@@ -198,7 +205,7 @@ def _sequential(name, estimator, X, *, n_particles, n_filters, resample_threshol
         scored = lengths - np.floor(observed_fraction * lengths).astype(np.int64)
         settings["observed_fraction"] = observed_fraction
         method = "document-completion-smc"
-    return HeldOutLikelihood(
+    return gather_result(HeldOutLikelihood(
         per_document=out.estimate,
         per_document_stderr=np.where(lengths > 0, out.stderr, 0.0),
         n_tokens=scored.astype(np.float64),
@@ -206,4 +213,4 @@ def _sequential(name, estimator, X, *, n_particles, n_filters, resample_threshol
         settings=settings,
         n_token_updates=int(per_doc_cost.sum()),
         document_keys=document_keys(X),
-    )
+    ))

@@ -33,17 +33,19 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 
-from .._evaluation._progress import Progress
 from .._evaluation._ratio import embed_smaller_model, matching_permutation, ratio_direction
 from .._evaluation._tokens import temperature_schedule
 from .._evaluation._views import topic_distributions
 from .._evaluation._zspace import resolve_kernel
 from .._random import document_keys
+from ..utils._distributed import current_collective, on_rank_zero
+from ..utils._docstring import fill_doc
 from ..utils._sklearn_compat import Interval, StrOptions, validate_params
 from ..utils._threads import threads_from_n_jobs
 from ..utils._warnings import warn
 from ._ais import ais_log_likelihood
-from ._preamble import RUN_CONSTRAINTS, prepare, run_settings
+from ._gather import gather_result
+from ._preamble import DATA_PARALLEL_NOTES, RUN_CONSTRAINTS, prepare, progress, run_settings
 from ._results import ModelComparison
 
 __all__ = ["align_topics", "ratio_ais"]
@@ -108,6 +110,7 @@ def align_topics(estimator_a, estimator_b):
     prefer_skip_nested_validation=True,
 )
 @threads_from_n_jobs
+@fill_doc(data_parallel=DATA_PARALLEL_NOTES)
 def ratio_ais(
     estimator_a,
     estimator_b,
@@ -198,6 +201,8 @@ def ratio_ais(
         between them: a ``UserWarning`` says so and the result is paired standard
         AIS with common random numbers (``method="paired-ais"``), with this
         function's ``n_temperatures``, ``n_chains``, ``schedule`` and ``kernel``.
+
+    {data_parallel}
     """
     run = prepare("ratio_ais", estimator_a, X, device=device,
                   dirichlet_approximation=dirichlet_approximation, random_state=random_state,
@@ -240,10 +245,10 @@ def ratio_ais(
     n_updates = int(lengths.sum() * n_chains * (len(betas) - 1 + n_start) * n_runs)
     fwd = rev = fwd_se = rev_se = None
     ess_min = np.inf
-    with Progress("ratio_ais", X.shape[0] * n_runs, n_updates, verbose) as progress:
+    with progress("ratio_ais", X.shape[0] * n_runs, n_updates, verbose) as line:
         common = dict(X=X, path=path, betas=betas, start=start, start_betas=start_betas,
                       n_burnin=n_burnin_sweeps, n_chains=n_chains, kernel=kernel, root=root,
-                      device=device, progress=progress)
+                      device=device, progress=line)
         if direction in ("forward", "both"):
             out = ratio_direction((phi_b, alpha_b), (phi_a, alpha_a), stage=40, **common)
             fwd, fwd_se = out.estimate, out.stderr
@@ -259,11 +264,10 @@ def ratio_ais(
     else:
         per_doc = 0.5 * (fwd + rev)
         se = 0.5 * np.sqrt(fwd_se**2 + rev_se**2)
-        _warn_if_unsettled(fwd, rev)
     settings.update(kernel=kernel, aligned=align_topics,
                     n_start_temperatures=n_start_temperatures or n_temperatures,
                     n_burnin_sweeps=n_burnin_sweeps)
-    return ModelComparison(
+    result = gather_result(ModelComparison(
         per_document=per_doc,
         per_document_stderr=np.where(lengths > 0, se, 0.0),
         n_tokens=lengths,
@@ -277,7 +281,10 @@ def ratio_ais(
         n_token_updates=n_updates,
         min_ess=ess_min,
         document_keys=document_keys(X),
-    )
+    ))
+    if direction == "both":  # on the documents of every rank
+        _warn_if_unsettled(result.forward, result.reverse)
+    return result
 
 
 def _warn_if_unsettled(forward, reverse):
@@ -285,8 +292,10 @@ def _warn_if_unsettled(forward, reverse):
 
     With exact starts the forward total is a stochastic lower bound of the log-ratio
     and the reverse total an upper bound, so a bracket around zero leaves open which
-    model is better.
+    model is better. Inside ``data_parallel``, on rank 0.
     """
+    if not on_rank_zero():
+        return
     low, high = sorted((float(np.sum(forward)), float(np.sum(reverse))))
     if low < 0.0 < high:
         warn(
@@ -299,24 +308,31 @@ def _warn_if_unsettled(forward, reverse):
 
 
 def _paired(view_a, view_b, X, settings, *, random_state, **kwargs):
-    """Paired standard AIS with common random numbers (no path between the models)."""
-    warn(
-        "ratio_ais: the two models are not both per-token mixtures over topics (e.g. "
-        "LDAGibbs against ProdLDA), so there is no annealing path between them; "
-        "comparing them by paired standard AIS with common random numbers instead "
-        "(method='paired-ais'): a noisier comparison. Each run's log-estimate is biased "
-        "low by its own amount, so their difference is biased too, in either direction; "
-        "check that it is stable when n_temperatures is doubled.",
-        UserWarning)
+    """Paired standard AIS with common random numbers (no path between the models).
+
+    Inside ``data_parallel`` both runs gather their results (rank 0's seed, for every
+    rank), so the comparison is of every rank's documents already.
+    """
+    if on_rank_zero():
+        warn(
+            "ratio_ais: the two models are not both per-token mixtures over topics (e.g. "
+            "LDAGibbs against ProdLDA), so there is no annealing path between them; "
+            "comparing them by paired standard AIS with common random numbers instead "
+            "(method='paired-ais'): a noisier comparison. Each run's log-estimate is biased "
+            "low by its own amount, so their difference is biased too, in either direction; "
+            "check that it is stable when n_temperatures is doubled.",
+            UserWarning)
     # one seed for both runs: the same random numbers wherever their engines coincide
     seed = random_state if isinstance(random_state, numbers.Integral) else int(
         check_random_state(random_state).randint(np.iinfo(np.int32).max))
+    if current_collective() is not None:
+        seed = current_collective().broadcast(seed)
     ra = ais_log_likelihood(view_a, X, random_state=seed, **kwargs)
     rb = ais_log_likelihood(view_b, X, random_state=seed, **kwargs)
     se = np.sqrt(np.nan_to_num(ra.per_document_stderr) ** 2
                  + np.nan_to_num(rb.per_document_stderr) ** 2)
-    settings = dict(settings, random_state=seed, kernel=(ra.settings["kernel"],
-                                                         rb.settings["kernel"]),
+    settings = dict(settings, random_state=seed, device=ra.settings["device"],
+                    kernel=(ra.settings["kernel"], rb.settings["kernel"]),
                     note="no path between the models: paired standard AIS with common "
                          "random numbers, not ratio-AIS")
     for key in ("path", "direction", "start"):

@@ -1,7 +1,7 @@
 """Result objects of the held-out likelihood estimators."""
 
 from dataclasses import dataclass, field
-from typing import NamedTuple, Optional
+from typing import ClassVar, NamedTuple, Optional
 
 import numpy as np
 
@@ -22,6 +22,10 @@ def _sign_test_pvalue(values):
 @dataclass
 class _PerDocumentResult:
     """The fields and sums a held-out likelihood and a model comparison share."""
+
+    #: The fields with one entry per document (concatenated over data-parallel ranks).
+    _PER_DOCUMENT: ClassVar[tuple] = ("per_document", "per_document_stderr", "n_tokens",
+                                     "document_keys")
 
     per_document: np.ndarray
     per_document_stderr: np.ndarray
@@ -156,6 +160,9 @@ class ModelComparison(_PerDocumentResult):
     topic_permutation : ndarray or None
         The permutation applied to B's topics to align them with A's.
     """
+
+    _PER_DOCUMENT: ClassVar[tuple] = _PerDocumentResult._PER_DOCUMENT + (
+        "forward", "reverse", "forward_stderr", "reverse_stderr")
 
     forward: Optional[np.ndarray] = None
     reverse: Optional[np.ndarray] = None

@@ -41,6 +41,7 @@ import warnings
 import numpy as np
 
 from ..utils._cv_results import LIKELIHOOD_METRICS
+from ..utils._distributed import on_rank_zero
 from ..utils._pipeline import final_estimator, split_pipeline
 from ..utils._sklearn_compat import (
     Interval,
@@ -139,21 +140,23 @@ class _HeldOutScorer:
 
     def _score(self, run):
         result, bias, earlier, size, capped = self._run_with_check(run)
+        # inside data_parallel the result is every rank's, the same everywhere: say it once
+        tell = warn if on_rank_zero() else (lambda message, category: None)
         n_tokens = getattr(result, "n_tokens", None)
         if n_tokens is not None and not np.sum(n_tokens) > 0:
-            warn(f"{self.name}: the held-out fold has no tokens, so it has no per-token "
+            tell(f"{self.name}: the held-out fold has no tokens, so it has no per-token "
                  "log-likelihood; its score is NaN (use folds with words in them).",
                  UserWarning)
             nan = float("nan")
             return self._output(nan, nan, nan, nan, size)
         if self.bias_tolerance is not None and np.isnan(bias):
-            warn(f"{self.name}: with {self.budget}={size} the budget cannot be checked "
+            tell(f"{self.name}: with {self.budget}={size} the budget cannot be checked "
                  "(there is no half budget to compare with), so the estimate's bias is "
                  f"unknown. Use {self.budget} >= 2.", RankingWarning)
         elif self.bias_tolerance is not None and bias > self.bias_tolerance:
             cap = (f" (doubled up to its cap, {self.max_name}={self.max_budget})"
                    if capped else "")
-            warn(f"{self.name}: the held-out log-likelihood rose by {_num(bias)} nats per "
+            tell(f"{self.name}: the held-out log-likelihood rose by {_num(bias)} nats per "
                  f"token from {self.budget}={max(size // 2, 1)} to {size}{cap}, more than "
                  f"bias_tolerance={self.bias_tolerance:g}. "
                  "The estimate is biased low by at least about as much, and by more for "

@@ -15,7 +15,7 @@ from datetime import timedelta
 import numpy as np
 import torch
 
-__all__ = ["Collective", "current_collective", "open_collective"]
+__all__ = ["Collective", "current_collective", "on_rank_zero", "open_collective"]
 
 _current = contextvars.ContextVar("sktopics_collective", default=None)
 
@@ -23,6 +23,14 @@ _current = contextvars.ContextVar("sktopics_collective", default=None)
 def current_collective():
     """The :class:`Collective` of the enclosing ``data_parallel`` block, or ``None``."""
     return _current.get()
+
+
+def on_rank_zero():
+    """Whether this process gives the user's messages: outside a ``data_parallel``
+    block always, inside it on rank 0 only (warnings and progress lines once, not once
+    per rank)."""
+    collective = current_collective()
+    return collective is None or collective.rank == 0
 
 
 @contextlib.contextmanager
@@ -124,6 +132,18 @@ class Collective:
         parts = [torch.zeros_like(local) for _ in range(self.world_size)]
         self._call(self._dist.all_gather, parts, local)
         return [p.cpu().numpy() for p in parts]
+
+    def gather_objects(self, value):
+        """Every rank's picklable ``value``, as a list in rank order."""
+        if self.world_size == 1:
+            return [value]
+        self.gather([0])  # every rank has arrived (under the timeout) before objects travel
+        found = [None] * self.world_size
+        try:  # torch offers no timeout here; none is needed once every rank answered
+            self._dist.all_gather_object(found, value, group=self.group)
+        except RuntimeError as exc:
+            raise _failed(self, exc) from exc
+        return found
 
     def broadcast(self, value, src=0):
         """Rank ``src``'s int ``value`` on every rank."""
