@@ -26,7 +26,10 @@ Measures, on the same machine and in the same process (so ratios are meaningful)
    perplexity between the first checkpoint at or below it and the one before; a
    crossing at the first checkpoint is that checkpoint's time, an upper bound.
    ``--ppl-repeats`` runs (seeds 0, 1, ...; default ``--repeats``), the systems in turn
-   within a run: medians with min-max ranges, ratios to tomotopy per seed.
+   within a run: medians with min-max ranges, ratios to tomotopy and to pyrmallet per
+   seed. The perplexity at equal training time (1, 2 and 4 s, and the latest time every
+   run reached) is interpolated linearly in time between a run's checkpoints.
+   ``--ppl-samplers`` picks the sktopics samplers (``parallel``, ``mh``, ``sparse``).
 3. **Quality at equal sweeps** on 20NG (and NYT with ``--nyt``), one run.
 4. **Inference**: ``transform`` against tomotopy's and pyrmallet's ``infer`` on the
    test documents, one thread, the calls alternating over ``--repeats`` rounds
@@ -299,13 +302,13 @@ def throughput(corpora, ks, threads_list, sweeps, warmup, lda_sweeps, with_sklea
         for K in ks:
             for threads in threads_list:
                 algorithms = ["parallel", "mh"] if K < 200 else ["mh", "parallel"]
-                algorithms = [a for a in algorithms if a in samplers]
+                algorithms = [a for a in algorithms + ["sparse"] if a in samplers]
                 # (name, model, sweeps per timing, unit); all warmed up first, then timed
                 # in alternation, one timing each per round: a burst of noise on the
                 # machine then hits one round of a system, and the median ignores it.
                 systems = []
                 for algorithm in algorithms:
-                    n = sweeps if (algorithm == "mh" or K < 200) else max(1, sweeps // 5)
+                    n = sweeps if (algorithm != "parallel" or K < 200) else max(1, sweeps // 5)
                     systems.append((f"sktopics {algorithm}", Ours(X, K, algorithm, threads), n,
                                     "sweep"))
                 n = sweeps if K < 200 else max(2, sweeps // 2)
@@ -493,13 +496,17 @@ def ppl_summary(rows, thresholds, reference="tomotopy"):
             cross = [crossing(runs[s, k], threshold) for k in repeats]
             ref = [crossing(runs[reference, k], threshold)[0] for k in repeats] \
                 if (reference, repeats[0]) in runs else []
+            mallet = [crossing(runs["pyrmallet", k], threshold)[0] for k in repeats] \
+                if ("pyrmallet", repeats[0]) in runs else []
             entry["thresholds"][str(threshold)] = dict(
                 seconds=[c[0] for c in cross], sweeps=[c[1] for c in cross],
                 how=[c[2] for c in cross],
                 seconds_stats=_stats([c[0] for c in cross]),
                 sweeps_stats=_stats([c[1] for c in cross]),
                 ratio_to_reference=_stats(_time_ratios([c[0] for c in cross], ref))
-                if ref and s != reference else None)
+                if ref and s != reference else None,
+                ratio_to_pyrmallet=_stats(_time_ratios([c[0] for c in cross], mallet))
+                if mallet and s != "pyrmallet" else None)
         last = max(r["sweeps"] for r in rows)
         entry["last_sweeps"] = last
         entry["ppl_last"] = _stats([r["perplexity"] for r in rows
@@ -510,7 +517,41 @@ def ppl_summary(rows, thresholds, reference="tomotopy"):
     return out
 
 
-def ppl_markdown(rows, summary, thresholds, checkpoints, K, reference="tomotopy"):
+def _ppl_at(points, seconds):
+    """A run's perplexity at ``seconds`` of training, interpolated linearly in time
+    between its checkpoints (``points``: ``(seconds, perplexity)`` in order); NaN before
+    its first checkpoint or after its last."""
+    times = [t for t, _ in points]
+    if not points or seconds < times[0] or seconds > times[-1]:
+        return float("nan")
+    return float(np.interp(seconds, times, [p for _, p in points]))
+
+
+def ppl_equal_time(rows, times=(1.0, 2.0, 4.0, 8.0)):
+    """Every system's perplexity at equal training times: those of ``times`` that every
+    run of every system spans (from its first checkpoint to its last), and the latest
+    time they all reached (a restarting system's time at a checkpoint is its run to
+    that checkpoint). Per time and system: the runs' values, their median and range."""
+    systems = list(dict.fromkeys(r["system"] for r in rows))
+    repeats = sorted({r.get("repeat", 0) for r in rows})
+    runs = {(s, k): [(r["train_seconds"], r["perplexity"]) for r in rows
+                     if r["system"] == s and r.get("repeat", 0) == k]
+            for s in systems for k in repeats}
+    first = max(points[0][0] for points in runs.values() if points)
+    common = np.floor(min(points[-1][0] for points in runs.values() if points) * 100) / 100
+    times = sorted({t for t in times if first <= t < common} | {float(common)})
+    out = []
+    for seconds in times:
+        entry = dict(seconds=seconds, common_end=seconds == common, systems={})
+        for s in systems:
+            values = [_ppl_at(runs[s, k], seconds) for k in repeats]
+            entry["systems"][s] = dict(perplexity=values, stats=_stats(values))
+        out.append(entry)
+    return out
+
+
+def ppl_markdown(rows, summary, thresholds, checkpoints, K, reference="tomotopy",
+                 equal_time=None):
     n_runs = summary[0]["runs"]
     md = [f"\n## Time to document-completion perplexity (BBC, K = {K}, 1 thread)\n\n",
           f"Checkpoints at sweeps {_describe_checkpoints(checkpoints)}. The time to a "
@@ -519,7 +560,8 @@ def ppl_markdown(rows, summary, thresholds, checkpoints, K, reference="tomotopy"
           "excluded); a crossing at the first checkpoint is that checkpoint's time, an "
           f"upper bound (marked *). Median over {n_runs} run{'s' * (n_runs > 1)} (seeds 0 to "
           f"{n_runs - 1}, the systems in turn within a run), min-max in brackets; "
-          f"'x {reference}': the median and range of the per-seed ratios of the times.\n\n"]
+          f"'x {reference}', 'x pyrmallet': the median and range of the per-seed ratios of "
+          "the times.\n\n"]
     table = []
     for entry in summary:
         row = {"system": entry["system"]}
@@ -533,10 +575,30 @@ def ppl_markdown(rows, summary, thresholds, checkpoints, K, reference="tomotopy"
             row[f"sweeps ({threshold:g})"] = _cell(*t["sweeps_stats"], digits=1)
             ratio = t["ratio_to_reference"]
             row[f"x {reference} ({threshold:g})"] = _cell(*ratio) if ratio else ""
+            if "ratio_to_pyrmallet" in t and any(e["system"] == "pyrmallet" for e in summary):
+                ratio = t["ratio_to_pyrmallet"]
+                row[f"x pyrmallet ({threshold:g})"] = _cell(*ratio) if ratio else ""
         row[f"ppl at {entry['last_sweeps']} sweeps"] = _cell(*entry["ppl_last"])
         row["train time (s)"] = _cell(*entry["train_seconds_last"])
         table.append(row)
     md.append(markdown_table(table, list(table[0].keys())))
+    if equal_time:
+        md.append("\nPerplexity at equal training time, interpolated linearly in time between "
+                  "a run's checkpoints; the last column is the latest time every run of every "
+                  "system reached. Median (min-max) over the runs:\n\n")
+        by_system = []
+        for s in (e["system"] for e in summary):
+            row = {"system": s}
+            for entry in equal_time:
+                label = f"{entry['seconds']:g} s" + (" (common end)" if entry["common_end"]
+                                                     else "")
+                values = entry["systems"][s]["perplexity"]
+                row[label] = _cell(*entry["systems"][s]["stats"])
+                reached = sum(np.isfinite(values))
+                if reached < len(values):
+                    row[label] += f" [{reached} of {len(values)} runs]"
+            by_system.append(row)
+        md.append(markdown_table(by_system, list(by_system[0].keys())))
     md.append("\nPerplexity and training seconds by sweep (medians over the runs):\n\n")
     systems = [e["system"] for e in summary]
     by_sweep = []
@@ -724,7 +786,8 @@ def main(argv=None):
                              "default --repeats")
     parser.add_argument("--ppl-k", type=int, default=50, help="topics of the time-to-perplexity run")
     parser.add_argument("--ppl-samplers", default="parallel,mh",
-                        help="sktopics samplers in the time-to-perplexity run")
+                        help="sktopics samplers in the time-to-perplexity run (parallel, "
+                             "mh, sparse)")
     parser.add_argument("--quality-sweeps", type=int, default=100,
                         help="sweeps for the equal-sweeps quality run on 20NG (0 skips)")
     parser.add_argument("--nyt", action="store_true", help="also run the quality run on NYT")
@@ -837,7 +900,8 @@ def main(argv=None):
     payload = dict(machine=info, args=vars(args), throughput=through, throughput_ratios=ratios,
                    time_to_perplexity=ppl_rows,
                    time_to_perplexity_summary=ppl_summary(ppl_rows, thresholds) if ppl_rows
-                   else [], quality=quality_rows, inference=infer_rows)
+                   else [], time_to_perplexity_equal_time=ppl_equal_time(ppl_rows)
+                   if ppl_rows else [], quality=quality_rows, inference=infer_rows)
     write_results(args.output_name, payload, report, directory=output_dir)
     if through and not args.no_figure:
         plot_throughput(through, figure)
@@ -883,7 +947,8 @@ def report(payload):
         thresholds = [float(t) for t in args["ppl_thresholds"].split(",")]
         checkpoints = sorted({r["sweeps"] for r in ppl_rows})
         md += ppl_markdown(ppl_rows, payload["time_to_perplexity_summary"], thresholds,
-                           checkpoints, args["ppl_k"])
+                           checkpoints, args["ppl_k"],
+                           equal_time=ppl_equal_time(ppl_rows))
     if payload["quality"]:
         md.append(f"\n## Quality at equal sweeps ({args['quality_sweeps']} sweeps, K = 50, "
                   "1 thread, one run)\n\n")

@@ -171,10 +171,11 @@ def test_auto_algorithm():
     X, _, _ = make_lda_corpus(n_samples=20, n_features=30, n_components=3, random_state=0)
     assert LDAGibbs(n_components=3, max_iter=2, **FAST).fit(X).algorithm_ == "parallel"
     wide = LDAGibbs(n_components=600, max_iter=2, **FAST).fit(X)
-    # The fused kernel (a GPU with Triton) and the compiled CPU kernel keep the parallel
-    # sweep at this K; torch operations do not.
+    # At this K the compiled CPU kernels take the sparse sampler, the fused kernel (a GPU
+    # with Triton) the parallel sweep; torch operations take MH.
     fused = wide.device_.type == "cuda" and importlib.util.find_spec("triton") is not None
-    assert wide.algorithm_ == ("parallel" if fused or wide.device_.type == "cpu" else "mh")
+    cpu = wide.device_.type == "cpu"
+    assert wide.algorithm_ == ("sparse" if cpu else "parallel" if fused else "mh")
     with config_context(cpu_kernels="torch"):
         eager = LDAGibbs(n_components=600, max_iter=2, **FAST).fit(X)
     assert eager.algorithm_ == ("parallel" if fused else "mh")

@@ -130,6 +130,12 @@ class GibbsCorpus:
         """
         return torch.argsort(self.doc, stable=True)
 
+    @functools.cached_property
+    def doc_word(self):
+        """The tokens' words in document-major order (:attr:`doc_perm`), computed on
+        first use (the sparse sweep reads them a document at a time)."""
+        return self.word.index_select(0, self.doc_perm)
+
     def fingerprint(self):
         """The identity of the counts, to recognise the same corpus again
         (:func:`~sktopics.utils._fingerprint.count_fingerprint`)."""
@@ -221,6 +227,15 @@ class GibbsState:
             ones = torch.ones(stop - start, dtype=torch.int32, device=z.device)
             flat_dk.index_add_(0, torch.add(z, corpus.doc[start:stop].to(itype), alpha=K), ones)
             flat_wk.index_add_(0, torch.add(z, corpus.word[start:stop].to(itype), alpha=K), ones)
+
+    @functools.cached_property
+    def word_totals(self):
+        """Tokens of each word in ``n_wk`` (int64 numpy array, fixed for a chain): the
+        corpus's own, plus those of the background."""
+        totals = self.corpus.word_length.cpu().numpy()
+        if self._own_wk is not self.n_wk:
+            totals = self.n_wk.sum(1, dtype=torch.int64).cpu().numpy()
+        return totals
 
     def own_word_topic(self):
         """The word-topic counts of this corpus's own tokens (on this rank)."""
