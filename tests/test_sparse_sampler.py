@@ -322,3 +322,48 @@ def test_data_parallel_refuses_the_sparse_sweep(monkeypatch):
         with pytest.raises(ValueError, match="algorithm='sparse' runs in one process"):
             LDAGibbs(n_components=2, max_iter=2, algorithm="sparse",
                      random_state=0).fit(X_TINY)
+
+
+def test_one_partition_is_exact_with_rows_of_several_topics():
+    """Three topics and words repeated three times, so the sorted per-word rows hold
+    several entries that move past each other, and topics leave the middle of a
+    document's topic list: the chain's pair co-assignment and per-topic marginals match
+    the enumerated posterior (asymmetric alpha, so the topics are not exchangeable)."""
+    X = sp.csr_matrix(np.array([[3.0, 1.0, 0.0], [0.0, 2.0, 1.0]]))
+    n_topics, alpha, beta = 3, np.array([0.3, 1.0, 2.0]), 0.2
+    corpus = GibbsCorpus(X, "cpu")
+    doc, word = corpus.doc.numpy(), corpus.word.numpy()
+    n, n_words = corpus.n_tokens, X.shape[1]
+    configs = np.array(list(itertools.product(range(n_topics), repeat=n)))
+
+    def log_joint(z):
+        n_dk = np.zeros((2, n_topics))
+        n_wk = np.zeros((n_words, n_topics))
+        np.add.at(n_dk, (doc, z), 1)
+        np.add.at(n_wk, (word, z), 1)
+        docs = (gammaln(n_dk + alpha).sum(1) - gammaln(n_dk.sum(1) + alpha.sum())).sum()
+        topics = (gammaln(n_wk + beta).sum(0) - gammaln(n_wk.sum(0) + n_words * beta)).sum()
+        return docs + topics
+
+    logp = np.array([log_joint(z) for z in configs])
+    law = np.exp(logp - logp.max())
+    law /= law.sum()
+    pairs = [(i, j) for i in range(n) for j in range(i + 1, n)]
+    exact = np.concatenate([
+        [(law * (configs[:, i] == configs[:, j])).sum() for i, j in pairs],
+        [(law * (configs[:, i] == k)).sum() for i in range(n) for k in range(n_topics)]])
+    state = GibbsState(corpus, n_topics, random_init(corpus, n_topics, 3))
+    trace = []
+    for sweep in range(1, 8001):
+        assert sparse_sweep(state, alpha, beta, 11, sweep, n_parts=1)
+        z = state.z.numpy()
+        trace.append(np.concatenate([[z[i] == z[j] for i, j in pairs],
+                                     [z[i] == k for i in range(n) for k in range(n_topics)]]))
+    trace = np.array(trace, dtype=np.float64)
+    se = _batch_means_se(trace)
+    assert np.all(np.abs(trace.mean(0) - exact) <= 4.5 * se + 5e-3)
+    # the statistics tell topics apart: a sampler ignoring alpha's asymmetry fails
+    assert np.ptp(exact[len(pairs):].reshape(n, n_topics).mean(0)) > 0.1
+    fresh = GibbsState(corpus, n_topics, state.z.clone())
+    for a, b in ((state.n_dk, fresh.n_dk), (state.n_wk, fresh.n_wk), (state.n_k, fresh.n_k)):
+        torch.testing.assert_close(a, b, rtol=0, atol=0)

@@ -68,8 +68,9 @@ _AUTO_MH_FROM = 500
 
 #: ``algorithm="auto"`` takes the sparse sweep from this K on the CPU with the compiled
 #: kernels (one process). On BBC, one thread, it reached perplexity 900 and 870 in 0.55x
-#: and 0.59x the parallel sweep's time at K = 1000 (3 seeds), about 1.5x sooner at
-#: K = 500 (one seed), as soon at K = 200 and 300 (one seed) and at K = 50 (5 seeds).
+#: and 0.59x the parallel sweep's time at K = 1000 (3 seeds, recorded) and about as soon
+#: at K = 50 (5 seeds, recorded); single unrecorded runs on a loaded machine put the
+#: crossing between K = 300 (a tie) and 500 (about 1.5x sooner).
 _AUTO_SPARSE_FROM = 500
 
 #: (documents x topics) entries per block of :meth:`LDAGibbs.transform` on the CPU (a
