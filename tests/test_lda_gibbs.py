@@ -338,3 +338,39 @@ def test_the_training_curve_changes_where_prior_learning_starts(corpus):
     at = learned.log_likelihood_sweeps_ == first_update
     assert learned.log_likelihood_trace_[at] != fixed.log_likelihood_trace_[at]
     assert learned.topic_word_prior_ != fixed.topic_word_prior_
+
+
+class _TwoRanks:
+    """A stand-in for a two-rank group, seen from one rank: the other rank's values are
+    given, sums add them, and same_everywhere refuses a difference as the real one does."""
+
+    world_size = 2
+
+    def __init__(self, other):
+        self.other = other
+
+    def sum(self, value):
+        return value + self.other["parallel"]
+
+    def same_everywhere(self, what, value):
+        if value != self.other["algorithm"]:
+            raise ValueError(f"Data-parallel input refused: {what} differs on rank 1")
+
+
+@pytest.mark.parametrize("here, there, agreed", [
+    ("parallel", "parallel", "parallel"),
+    ("parallel", "mh", "mh"),  # the other rank has no kernel of its own for the dense sweep
+    ("mh", "parallel", "mh"),
+])
+def test_ranks_agree_on_the_sampler_auto_picks(here, there, agreed):
+    from sktopics._gibbs._lda_gibbs import _agreed_algorithm
+
+    other = {"parallel": int(there == "parallel"), "algorithm": agreed}
+    assert _agreed_algorithm(here, "auto", _TwoRanks(other)) == agreed
+
+
+def test_ranks_refuse_different_explicit_samplers():
+    from sktopics._gibbs._lda_gibbs import _agreed_algorithm
+
+    with pytest.raises(ValueError, match="sampler"):
+        _agreed_algorithm("parallel", "parallel", _TwoRanks({"parallel": 0, "algorithm": "mh"}))

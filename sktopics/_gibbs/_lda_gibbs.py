@@ -549,6 +549,8 @@ class LDAGibbs(BaseTopicModel):
         if collective is not None and algorithm in ("sequential", "sparse"):
             raise ValueError(f"algorithm={algorithm!r} runs in one process: use 'parallel' "
                              "or 'mh' inside sktopics.distributed.data_parallel().")
+        if collective is not None:
+            algorithm = _agreed_algorithm(algorithm, self.algorithm, collective)
         if algorithm == "sparse" and not compiled_path(device):
             warn(f"algorithm='sparse' runs in the compiled CPU kernels only, which do not "
                  f"run {_no_compiled_kernels(device)}: the parallel sweep is used instead "
@@ -567,8 +569,12 @@ class LDAGibbs(BaseTopicModel):
         alpha_device = torch.as_tensor(alpha, dtype=torch.float32, device=device)
         done = start
         for sweep in range(start + 1, run.last + 1):
-            if algorithm == "parallel" and self._dense_kernel_lost(device):
-                algorithm = "mh"  # "auto" chose a kernel of its own, which has failed
+            if algorithm == "parallel" and self._may_lose_kernel():
+                lost = not self._fast_dense(device)
+                if collective is not None:  # every rank switches at the same sweep
+                    lost = collective.sum(int(lost)) > 0
+                if lost:
+                    algorithm = "mh"  # "auto" chose a kernel of its own, which has failed
             if algorithm == "parallel":
                 parallel_sweep(state, alpha_device, beta, seed, sweep,
                                default_chunk(K, device=device))
@@ -661,11 +667,11 @@ class LDAGibbs(BaseTopicModel):
             tokens = np.full(len(self.log_likelihood_trace_), self.n_train_tokens_)
         return tokens
 
-    def _dense_kernel_lost(self, device):
-        """Whether ``algorithm="auto"`` chose the parallel sweep for its own kernel at a K
-        where, without it, it would have chosen MH, and that kernel has since failed."""
-        return (self.algorithm == "auto" and self.n_components >= _AUTO_MH_FROM
-                and not self._fast_dense(device))
+    def _may_lose_kernel(self):
+        """Whether ``algorithm="auto"`` chose the parallel sweep for a kernel of its own
+        at a K where, without it, it would have chosen MH (so a failed kernel switches
+        the fit to MH)."""
+        return self.algorithm == "auto" and self.n_components >= _AUTO_MH_FROM
 
     # --------------------------------------------------------------- inference
     def _transform(self, X):
@@ -722,3 +728,15 @@ class LDAGibbs(BaseTopicModel):
 
     def _generative_view(self):
         return _lda_view(self.components_, self.doc_topic_prior_)
+
+
+def _agreed_algorithm(algorithm, asked, collective):
+    """The sampler every rank of a data-parallel fit runs. ``"auto"`` may resolve
+    differently where the ranks' hardware differs (a kernel of its own on one rank,
+    torch operations on another): the parallel sweep only where every rank has its own
+    kernel for it, else MH. An explicit choice must be the same on every rank."""
+    if asked == "auto":
+        everywhere = collective.sum(int(algorithm == "parallel")) == collective.world_size
+        algorithm = "parallel" if everywhere else "mh"
+    collective.same_everywhere("The sampler (algorithm)", algorithm)
+    return algorithm
