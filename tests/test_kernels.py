@@ -304,3 +304,24 @@ def test_compiled_evaluators_draw_what_the_torch_loops_draw(name, monkeypatch):
     np.testing.assert_allclose(compiled.per_document, torch_loops.per_document,
                                rtol=1e-11, atol=1e-11)
     assert compiled.settings == torch_loops.settings
+
+
+@pytest.mark.parametrize("name", ["left-to-right", "ais", "ratio-ais geometric"])
+def test_a_failing_evaluator_kernel_leaves_the_chain_to_the_torch_loops(name, monkeypatch):
+    """A compiled evaluator kernel that fails changes nothing: the torch loops take over
+    from the same state, with one warning, and give the torch loops' estimates."""
+    from sktopics._kernels import _smc, _zspace
+
+    with config_context(cpu_kernels="torch"):
+        expected = _evaluations()[name]()
+
+    def broken(*args):
+        raise RuntimeError("kernel failed")
+
+    for module, kernel in ((_smc, "smc_documents"), (_zspace, "shifted_sweep"),
+                           (_zspace, "geometric_sweep"), (_zspace, "sequential_draw")):
+        monkeypatch.setattr(module, kernel, broken)
+    with pytest.warns(RuntimeWarning, match="compiled CPU kernels failed"):
+        got = _evaluations()[name]()
+    np.testing.assert_allclose(got.per_document, expected.per_document, rtol=1e-11,
+                               atol=1e-11)

@@ -297,10 +297,11 @@ class ZPath:
                 c.copy_(counts32)
             return
         shift = self.alpha(b)
-        state = (c + shift).float()
-        if self._compiled_shifted(state, z, counters, table):
-            c.copy_(torch.round(state.double() - shift))
+        compiled = self._compiled_shifted((c + shift).float(), z, counters, table)
+        if compiled is not None:
+            c.copy_(torch.round(compiled.double() - shift))
             return
+        state = (c + shift).float()
         tail = batch.tail(n_topics)
         head = tail.start
         u = batch.uniforms(*counters)
@@ -313,19 +314,20 @@ class ZPath:
             c.copy_(counts32)
 
     def _compiled_shifted(self, state, z, counters, table):
-        """The sweep for (c + alpha_b) x table by the compiled kernel; False where it
-        does not run (then nothing has changed)."""
+        """The sweep for (c + alpha_b) x table by the compiled kernel from ``state``
+        (c + alpha_b, float32, a fresh tensor it updates); the final state, or None
+        where the kernel does not run (then ``z`` has not changed)."""
         from .._kernels._zspace import shifted_sweep
 
-        z_new = z.numpy().copy() if compiled_path(z.device) else None
-        state_new = None if z_new is None else state.numpy().copy()
-        if z_new is None or not _run_rows(
-                self.batch, shifted_sweep, state_new, z_new, self.batch.base.numpy(),
-                _stage(counters), self.LA.tok.numpy(), table.numpy(), *self.batch.row_layout()):
-            return False
+        if not compiled_path(z.device):
+            return None
+        z_new = z.numpy().copy()  # the chain's state stays as it was if the kernel fails
+        if not _run_rows(self.batch, shifted_sweep, state.numpy(), z_new,
+                         self.batch.base.numpy(), _stage(counters), self.LA.tok.numpy(),
+                         table.numpy(), *self.batch.row_layout()):
+            return None
         z.copy_(torch.from_numpy(z_new))
-        state.copy_(torch.from_numpy(state_new))
-        return True
+        return state
 
     def _compiled_geometric(self, c, z, counters, table, prior, topics):
         """The sweep for the geometric path between different alphas by the compiled
@@ -334,8 +336,8 @@ class ZPath:
 
         if not compiled_path(z.device):
             return False
-        counts = c.long().numpy().copy()
-        factor = torch.take(prior, c.long() * c.shape[1] + topics).numpy().copy()
+        counts = c.long().numpy()  # fresh arrays: c changes only on success
+        factor = torch.take(prior, c.long() * c.shape[1] + topics).numpy()
         z_new = z.numpy().copy()
         if not _run_rows(self.batch, geometric_sweep, counts, factor, z_new,
                          self.batch.base.numpy(), _stage(counters), self.LA.tok.numpy(),

@@ -209,16 +209,15 @@ class NeuralTopicModel(BaseTopicModel):
                 raise
         self.n_iter_ = len(net.history)
         self.topic_word_prior_ = None
-        # Once per fit: on fit and the first partial_fit, on one rank.
-        if (epochs is None or not warm) and (collective is None or collective.rank == 0):
-            self._warn_if_collapsed(train)
-        if epochs is None and not interrupted and (collective is None or collective.rank == 0):
-            monitor = dict(net.callbacks_)["monitor"]
-            stopped_early = (monitor.n_iter_no_change is not None and
-                             monitor.epochs_without_improvement_ >= monitor.n_iter_no_change)
-            problem = undertrained(self, net.history, first, last - first, stopped_early)
-            if problem:
-                warn(problem, ConvergenceWarning)
+        if collective is None or collective.rank == 0:  # warnings on one rank
+            if epochs is None or not warm:  # once per fit: fit and the first partial_fit
+                self._warn_if_collapsed(train)
+            if epochs is None and not interrupted:  # fit only: partial_fit is an epoch
+                stopped_early = (monitor.n_iter_no_change is not None and monitor
+                                 .epochs_without_improvement_ >= monitor.n_iter_no_change)
+                problem = undertrained(self, net.history, first, last - first, stopped_early)
+                if problem:
+                    warn(problem, ConvergenceWarning)
         return self
 
     def _epochs(self, n_train, collective):
