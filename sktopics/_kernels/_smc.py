@@ -17,20 +17,9 @@ its whole length instead of a batch's state being swept once per position.
 import numpy as np
 
 from ._jit import jit
-from ._random import mix
+from ._random import keyed_uniform64, mix
 
 __all__ = ["smc_documents"]
-
-_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
-
-
-@jit(inline=True)
-def _uniform64(base, position):
-    """:func:`sktopics._random.uniform` of a key already mixed with its stage constant
-    (``base``, uint64) and one position counter: (2m + 1) / 2**53, m the top 52 bits."""
-    x = mix(base + np.uint64(position) * _GOLDEN)
-    return np.float64((x >> np.uint64(12)) * np.uint64(2) + np.uint64(1)) * (1.0 / 9007199254740992.0)
-
 
 @jit
 def _smc_documents(words, lengths, row_keys, stage_draw, stage_resample, phi_t, alpha, a_sum,
@@ -81,7 +70,7 @@ def _smc_documents(words, lengths, row_keys, stage_draw, stage_resample, phi_t, 
                     w[r] /= z_sum
                     # searchsorted (left): the first topic whose cumulative weight
                     # reaches the target
-                    target = _uniform64(draw_base[r], n) * total[r]
+                    target = keyed_uniform64(draw_base[r], n) * total[r]
                     k = K - 1
                     for j in range(K):
                         if cum[r, j] >= target:
@@ -96,7 +85,7 @@ def _smc_documents(words, lengths, row_keys, stage_draw, stage_resample, phi_t, 
                         s2 += w[r0 + p] * w[r0 + p]
                     if s * s / s2 < threshold * P:
                         events += 1
-                        u0 = _uniform64(resample_base[f], n)
+                        u0 = keyed_uniform64(resample_base[f], n)
                         running = 0.0
                         for p in range(P):
                             running += w[r0 + p] / s

@@ -17,17 +17,9 @@ token ``(j, r)`` (position ``j`` of row ``r``) at ``offsets[j] + r``.
 import numpy as np
 
 from ._jit import jit
-from ._random import mix
+from ._random import keyed_uniform32
 
 __all__ = ["geometric_sweep", "sequential_draw", "shifted_sweep"]
-
-
-@jit(inline=True)
-def _uniform32(base, stage):
-    """:func:`sktopics._random.stream_uniform` (float32) of a token's state ``base`` and
-    the folded constant ``stage`` of its Python counters: (2m + 1) / 2**24, m 23 bits."""
-    x = mix(base + stage)
-    return np.float32((x >> np.uint64(41)) * np.uint64(2) + np.uint64(1)) * np.float32(1.0 / 16777216.0)
 
 
 @jit(inline=True)
@@ -53,7 +45,7 @@ def _shifted_rows(state, z, base, stage, tok, table, offsets, lengths, start, st
             for k in range(K):
                 acc += np.float64(state[r, k] * table[word, k])
                 cum[k] = np.float32(acc)
-            new = _search(cum, _uniform32(np.uint64(base[i]), stage) * cum[K - 1], K)
+            new = _search(cum, keyed_uniform32(np.uint64(base[i]), stage) * cum[K - 1], K)
             z[i] = new
             state[r, new] += np.float32(1.0)
 
@@ -74,7 +66,7 @@ def _geometric_rows(counts, factor, z, base, stage, tok, table, prior, offsets, 
             for k in range(K):
                 acc += np.float64(factor[r, k] * table[word, k])
                 cum[k] = np.float32(acc)
-            new = _search(cum, _uniform32(np.uint64(base[i]), stage) * cum[K - 1], K)
+            new = _search(cum, keyed_uniform32(np.uint64(base[i]), stage) * cum[K - 1], K)
             z[i] = new
             counts[r, new] += 1
             factor[r, new] = prior[counts[r, new], new]
