@@ -1,42 +1,39 @@
-"""aviPAM benchmark: PAMVI (4-PAM, 5-PAM) and MoLDA against tomotopy's Gibbs PAModel.
+"""aviPAM benchmark: PAMVI (4-PAM, 5-PAM) and MoLDA against tomotopy's Gibbs PAModel at equal time.
 
-Reproduces the settings of the aviPAM paper's Tables 1-4 (Srivastava & Sutton 2018)
-on 20 Newsgroups (AVITM preprocessing) and NIPS (UCI, words with count > 20), with
-reduced epochs / iterations so that one run fits a few minutes on a 2-core CPU.
-Every model is trained in the same process, one after the other, and timed with
-``time.perf_counter`` around ``fit`` / ``train`` only.
+The settings of the aviPAM paper's Tables 1-4 (Srivastava & Sutton 2018): 20 Newsgroups
+(AVITM's preprocessing) and NIPS (UCI, words with count > 20), with 2 super- / 50
+sub-topics ("small") or 50 / 100 ("large", 5-PAM with 10 / 50 / 100, MoLDA (50, 100)).
+Every model is trained in one process, one after the other, on the same cores
+(``--n-jobs`` torch threads, as many tomotopy workers).
 
-Coherence: NPMI of the top 10 words, boolean-document counts over the **test
-split** (``sktopics.metrics.npmi_coherence``), in two conventions: "eps" (gensim,
-a pair that never co-occurs scores about -1) and "zero" (Lau / Scholar, such pairs
-score 0; the paper used Lau et al.'s toolkit). Topic diversity (TD) on the top 10
-words. For MoLDA the coherence is also reported per component (coarse / fine).
+Each neural model is **one default fit** (``max_iter="auto"``, batch 64 unless
+``--batch-size``), timed around ``fit``; a callback copies the topics at a few epochs
+(the time of the copies is subtracted), so the held-out NPMI can be drawn against
+seconds without interrupting the fit. tomotopy's ``PAModel`` then trains in chunks of
+sweeps, its NPMI measured between chunks outside the timer, until it has run
+``--tomotopy-ratio`` times the 4-PAM fit's time and at least ``--tomotopy-iters``
+sweeps, or for ``--tomotopy-max-seconds``.
 
-PAMVI is trained in chunks of ``--chunk`` epochs (warm start), the test NPMI being
-measured after each chunk outside the timed region, to report when it first
-reaches tomotopy's NPMI. ``--seeds`` repeats every fit with each seed (a row per
-seed).
+Coherence: NPMI of the top 10 words, boolean-document counts over the **test split**
+(``sktopics.metrics.npmi_coherence``), in gensim's "epsilon" convention (a pair that
+never co-occurs scores about -1) and Lau's "zero" convention (such pairs score 0; the
+paper used Lau et al.'s toolkit). Topic diversity (TD) of the top 10 words.
 
 Usage::
 
-    python benchmarks/bench_pam.py                     # 20NG, 50 sub / 2 super (Table 1)
-    python benchmarks/bench_pam.py --settings small large --datasets 20ng nips --seeds 0 1 2
-    python benchmarks/bench_pam.py --epochs 40 --tomotopy-iters 200
+    python benchmarks/bench_pam.py                       # 20NG and NIPS, both settings
+    python benchmarks/bench_pam.py --datasets 20ng --settings small --models 4pam tomotopy
 
-Writes ``benchmarks/results/pam.{json,rst}`` (``--output-name``, ``--output-dir``);
-``--merge`` gathers the results of several runs into one file, a row per (data,
-setting, seed, model) and each run's arguments; ``--report-only`` redraws the page
-from the JSON.
+Writes ``benchmarks/results/pam.{json,rst,png}`` (``--output-name``, ``--output-dir``);
+``--report-only`` redraws the page and the picture from the JSON.
 """
 
 import argparse
 import json
 import os
-import platform
 import sys
 import time
 import warnings
-from pathlib import Path
 
 import numpy as np
 import torch
@@ -44,92 +41,93 @@ from _common import (
     MachineLoad,
     add_result_arguments,
     commit_text,
-    default_data_home,
     doc_words,
+    load_pam_corpus,
     load_sentence,
     machine,
+    markdown_table,
     report_only,
     write_results,
 )
+from skorch.callbacks import Callback
 
 import sktopics
 from sktopics import PAMVI, MoLDA
 from sktopics.metrics import npmi_coherence, topic_diversity
 
-DATA_HOME = default_data_home()
-
-#: (label, sub-topics, super-topics, super-duper-topics, MoLDA components), per the paper.
+#: Sub-topics, super-topics, the 5-PAM's top level and MoLDA's components, per the paper.
 SETTINGS = {
     "small": dict(k_sub=50, k_super=2, k_duper=2, molda=(10, 50)),  # Tables 1 and 3
     "large": dict(k_sub=100, k_super=50, k_duper=10, molda=(50, 100)),  # Tables 2 and 4
 }
 
-#: The paper's numbers (NPMI, Lau toolkit; minutes), for the table.
+#: The paper's numbers (NPMI, Lau toolkit; GPU minutes), for the table.
 PAPER = {
-    ("20ng", "small"): {"4-PAM Gibbs": 0.20, "4-PAM": 0.24, "5-PAM": 0.24, "MoLDA": "0.29 / 0.21"},
-    ("20ng", "large"): {"4-PAM Gibbs": "0.19 (594 min)", "4-PAM": "0.22 (11 min)",
-                        "5-PAM": "0.21 (16 min)", "MoLDA": "0.24 / 0.21 (16 min)"},
-    ("nips", "small"): {"4-PAM Gibbs": 0.033, "4-PAM": 0.042, "5-PAM": 0.039,
-                        "MoLDA": "0.036 / 0.024"},
-    ("nips", "large"): {"4-PAM Gibbs": "0.047 (892 min)", "4-PAM": "0.041 (19 min)",
-                        "5-PAM": "0.045 (26 min)", "MoLDA": "0.025 / 0.024 (11 min)"},
+    ("20ng", "small"): {"tomotopy": "0.20", "4pam": "0.24", "5pam": "0.24", "molda": "0.29 / 0.21"},
+    ("20ng", "large"): {"tomotopy": "0.19 (594 min)", "4pam": "0.22 (11 min)",
+                        "5pam": "0.21 (16 min)", "molda": "0.24 / 0.21 (16 min)"},
+    ("nips", "small"): {"tomotopy": "0.033", "4pam": "0.042", "5pam": "0.039",
+                        "molda": "0.036 / 0.024"},
+    ("nips", "large"): {"tomotopy": "0.047 (892 min)", "4pam": "0.041 (19 min)",
+                        "5pam": "0.045 (26 min)", "molda": "0.025 / 0.024 (11 min)"},
 }
 
+#: Epochs at which the callback copies the topics (and the last one).
+SNAPSHOT_EPOCHS = (1, 2, 3, 5, 7, 10, 15, 20, 30, 40, 50, 60, 70, 80, 90, 100, 120, 150, 200)
 
-def load(name):
-    from sktopics.datasets import load_20news_avitm, load_nips
-
-    loader = {"20ng": load_20news_avitm, "nips": load_nips}[name]
-    train = loader(DATA_HOME, subset="train")
-    test = loader(DATA_HOME, subset="test")
-    return train.data.tocsr(), test.data.tocsr(), list(train.feature_names)
+#: Sweeps at which tomotopy's NPMI is measured (and every ``step`` sweeps, see run_tomotopy).
+CHECK_SWEEPS = (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000)
 
 
-def coherence(topic_word, X_test):
+def quality(topic_word, X_test):
+    """NPMI (epsilon and zero conventions) and topic diversity of the top 10 words."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         eps = npmi_coherence(topic_word, X_test, top_n=10, zero_cooccurrence="epsilon").mean
         zero = npmi_coherence(topic_word, X_test, top_n=10, zero_cooccurrence="zero").mean
-    return float(eps), float(zero)
+    return dict(npmi_eps=float(eps), npmi_zero=float(zero),
+                td=float(topic_diversity(topic_word, top_n=10)))
 
 
-def row(model_name, dataset, setting, topic_word, X_test, seconds, epochs, extra=None):
-    eps, zero = coherence(topic_word, X_test)
-    result = dict(
-        model=model_name, dataset=dataset, setting=setting, npmi_eps=eps, npmi_zero=zero,
-        td=float(topic_diversity(topic_word, top_n=10)), fit_seconds=seconds,
-        iterations=epochs, n_topics=int(topic_word.shape[0]),
-    )
-    result.update(extra or {})
-    print(f"  {model_name:<24} NPMI eps {eps:.3f} zero {zero:.3f}  TD {result['td']:.2f}  "
-          f"{seconds:.1f}s ({epochs} it)", flush=True)
-    return result
+class TopicSnapshots(Callback):
+    """Copies the decoder's topics at :data:`SNAPSHOT_EPOCHS`, with the seconds since
+    ``started`` less the time the copies took."""
+
+    def __init__(self, started):
+        self.started = started
+
+    def initialize(self):
+        self.snapshots, self.overhead = [], 0.0
+        return self
+
+    def on_epoch_end(self, net, **kwargs):
+        epoch = len(net.history)
+        if epoch not in SNAPSHOT_EPOCHS:
+            return
+        tic = time.perf_counter()
+        with torch.no_grad():
+            topic_word = net.module_.decoder.topic_word().double().cpu().numpy()
+        self.snapshots.append(dict(epochs=epoch, seconds=tic - self.started[0] - self.overhead,
+                                   topic_word=topic_word / topic_word.sum(1, keepdims=True)))
+        self.overhead += time.perf_counter() - tic
 
 
-def run_neural(name, make, X, X_test, epochs, chunk, dataset, setting, target=None):
-    """Fit in warm-started chunks; NPMI measured between chunks, outside the timer."""
-    model = make(max_iter=chunk, warm_start=True)
-    seconds, trace = 0.0, []
-    done = 0
-    while done < epochs:
-        model.set_params(max_iter=min(chunk, epochs - done))
-        start = time.perf_counter()
-        model.fit(X)
-        seconds += time.perf_counter() - start
-        done += model.max_iter
-        eps, zero = coherence(model.components_, X_test)
-        trace.append(dict(epochs=done, seconds=seconds, npmi_eps=eps, npmi_zero=zero))
-    extra = dict(trace=trace)
-    if target is not None:
-        hit = [t for t in trace if t["npmi_eps"] >= target]
-        extra["seconds_to_tomotopy_npmi"] = hit[0]["seconds"] if hit else None
+def run_neural(key, name, make, X, X_test):
+    """One default fit, its topics' quality at the snapshot epochs and at the end."""
+    started = [0.0]
+    snapshots = TopicSnapshots(started)
+    model = make(callbacks=[("snapshots", snapshots)])
+    started[0] = time.perf_counter()
+    model.fit(X)
+    seconds = time.perf_counter() - started[0] - snapshots.overhead
+    trace = [dict(epochs=s["epochs"], seconds=s["seconds"], **quality(s["topic_word"], X_test))
+             for s in snapshots.snapshots]
+    result = dict(key=key, model=name, fit_seconds=seconds, iterations=int(model.n_iter_),
+                  n_topics=int(model.components_.shape[0]), trace=trace,
+                  **quality(model.components_, X_test))
     if isinstance(model, MoLDA):
-        parts = [coherence(c, X_test) for c in model.components_per_model_]
-        extra["per_component_npmi_eps"] = [p[0] for p in parts]
-        extra["per_component_npmi_zero"] = [p[1] for p in parts]
-        extra["per_component_td"] = [float(topic_diversity(c, top_n=10))
-                                     for c in model.components_per_model_]
-    return row(name, dataset, setting, model.components_, X_test, seconds, done, extra), model
+        result["per_component"] = [quality(c, X_test) for c in model.components_per_model_]
+    return result
 
 
 def tomotopy_add_docs(model, X, vocab):
@@ -149,202 +147,239 @@ def tomotopy_topic_word(model, vocab, n_topics):
     return topic_word
 
 
-def run_tomotopy(X, X_test, vocab, k_super, k_sub, iterations, seed, dataset, setting, workers):
+def run_tomotopy(X, X_test, vocab, cfg, seed, workers, budget, min_sweeps, max_seconds):
+    """Sweeps until ``budget`` seconds and ``min_sweeps`` sweeps (or ``max_seconds``),
+    the topics' quality measured between chunks, outside the timer."""
     import tomotopy as tp
 
-    model = tp.PAModel(k1=k_super, k2=k_sub, seed=seed)
+    model = tp.PAModel(k1=cfg["k_super"], k2=cfg["k_sub"], seed=seed)
     tomotopy_add_docs(model, X, vocab)
-    start = time.perf_counter()
-    step = max(1, iterations // 5)
-    done = 0
-    while done < iterations:
-        n = min(step, iterations - done)
-        model.train(n, workers=workers)
-        done += n
-    seconds = time.perf_counter() - start
-    return row(f"tomotopy PAModel ({iterations} it)", dataset, setting,
-               tomotopy_topic_word(model, vocab, k_sub), X_test, seconds, iterations,
-               dict(ll_per_word=float(model.ll_per_word)))
+    seconds, sweeps, trace, step = 0.0, 0, [], None
+    while True:
+        due = [s for s in CHECK_SWEEPS if s > sweeps]
+        target = min(due) if due else sweeps + step
+        if step is not None:  # about 20 checks over the budget besides the fixed ones
+            target = min(target, (sweeps // step + 1) * step)
+        tic = time.perf_counter()
+        model.train(target - sweeps, workers=workers)
+        seconds += time.perf_counter() - tic
+        sweeps = target
+        if step is None:
+            step = max(1, int(round(budget / 20 / (seconds / sweeps))))
+        trace.append(dict(epochs=sweeps, seconds=seconds,
+                          **quality(tomotopy_topic_word(model, vocab, cfg["k_sub"]), X_test)))
+        print(f"    tomotopy {sweeps} sweeps {seconds:.1f} s NPMI {trace[-1]['npmi_eps']:.3f}",
+              flush=True)
+        if (seconds >= budget and sweeps >= min_sweeps) or seconds >= max_seconds:
+            break
+    last = trace[-1]
+    return dict(key="tomotopy", model=f"tomotopy PAModel ({sweeps} sweeps)", fit_seconds=seconds,
+                iterations=sweeps, n_topics=cfg["k_sub"], trace=trace,
+                capped=seconds >= max_seconds and not (seconds >= budget and sweeps >= min_sweeps),
+                ll_per_word=float(model.ll_per_word),
+                **{k: last[k] for k in ("npmi_eps", "npmi_zero", "td")})
+
+
+def run_setting(args, dataset, setting, X, X_test, vocab):
+    """The rows of every model of ``args.models`` at one (data, setting)."""
+    cfg = SETTINGS[setting]
+    print(f"[{dataset} / {setting}] {cfg}", flush=True)
+    common = dict(batch_size=args.batch_size, n_jobs=args.n_jobs, random_state=args.seed)
+    if args.epochs is not None:
+        common["max_iter"] = args.epochs
+    neural = {
+        "4pam": (f"PAMVI {(cfg['k_super'], cfg['k_sub'])}",
+                 lambda **kw: PAMVI((cfg["k_super"], cfg["k_sub"]), **common, **kw)),
+        "5pam": (f"PAMVI {(cfg['k_duper'], cfg['k_super'], cfg['k_sub'])}",
+                 lambda **kw: PAMVI((cfg["k_duper"], cfg["k_super"], cfg["k_sub"]),
+                                    **common, **kw)),
+        "molda": (f"MoLDA{cfg['molda']}", lambda **kw: MoLDA(cfg["molda"], **common, **kw)),
+    }
+    results = []
+    for key in args.models:
+        if key in neural:
+            result = run_neural(key, *neural[key], X, X_test)
+            results.append(result)
+            print(f"  {result['model']:<24} NPMI {result['npmi_eps']:.3f}  TD {result['td']:.2f}"
+                  f"  {result['fit_seconds']:.1f} s ({result['iterations']} epochs)", flush=True)
+    if "tomotopy" in args.models:
+        reference = next((r["fit_seconds"] for r in results if r["key"] == "4pam"), 0.0)
+        results.append(run_tomotopy(
+            X, X_test, vocab, cfg, args.seed, args.n_jobs if args.n_jobs > 0 else os.cpu_count(),
+            args.tomotopy_ratio * reference, args.tomotopy_iters, args.tomotopy_max_seconds))
+    for result in results:
+        result.update(dataset=dataset, setting=setting, seed=args.seed)
+    return results
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--datasets", nargs="+", default=["20ng"], choices=["20ng", "nips"])
-    parser.add_argument("--settings", nargs="+", default=["small"], choices=list(SETTINGS))
+    parser.add_argument("--datasets", nargs="+", default=["20ng", "nips"], choices=["20ng", "nips"])
+    parser.add_argument("--settings", nargs="+", default=["small", "large"], choices=list(SETTINGS))
     parser.add_argument("--models", nargs="+", default=["4pam", "5pam", "molda", "tomotopy"],
-                        choices=["4pam", "4pam-l2", "5pam", "molda", "tomotopy"])
-    parser.add_argument("--epochs", type=int, default=30, help="PAMVI / MoLDA epochs")
-    parser.add_argument("--chunk", type=int, default=5, help="epochs between NPMI checks")
-    parser.add_argument("--tomotopy-iters", type=int, default=200)
-    parser.add_argument("--threads", type=int, default=1,
-                        help="torch intra-op threads; 1 is several times faster than 2 on a "
-                             "shared, oversubscribed 2-core machine")
-    parser.add_argument("--tomotopy-workers", type=int, default=1)
-    parser.add_argument("--learning-rate", type=float, default=None)
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0],
-                        help="one fit of every model per seed")
-    parser.add_argument("--dropout", type=float, default=None)
-    parser.add_argument("--batch-size", type=int, default=None,
-                        help="default: the paper's (200 on 20NG, 50 on NIPS)")
-    parser.add_argument("--merge", nargs="+", default=None, metavar="JSON",
-                        help="only merge the results of earlier runs into one file")
+                        choices=["4pam", "5pam", "molda", "tomotopy"])
+    parser.add_argument("--epochs", type=int, default=None,
+                        help="max_iter of the neural models (default: their own, 'auto')")
+    parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--n-jobs", type=int, default=os.cpu_count(),
+                        help="torch threads of the neural fits, and tomotopy's workers")
+    parser.add_argument("--tomotopy-ratio", type=float, default=3.0,
+                        help="tomotopy trains for this many times the 4-PAM fit's seconds")
+    parser.add_argument("--tomotopy-iters", type=int, default=200,
+                        help="and for at least this many sweeps")
+    parser.add_argument("--tomotopy-max-seconds", type=float, default=1500.0)
+    parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--note", default="", help="a sentence added to the page")
     add_result_arguments(parser, "pam")
     args = parser.parse_args(argv)
     if args.report_only:
-        return report_only([args.output_dir / f"{args.output_name}.json"], report)
-    if args.merge:
-        write_results(args.output_name, merge([json.loads(Path(path).read_text())
-                                               for path in args.merge], args.note), report,
-                      directory=args.output_dir)
-        return 0
-    torch.set_num_threads(args.threads)
+        report_only([args.output_dir / f"{args.output_name}.json"], report)
+        return draw(json.loads((args.output_dir / f"{args.output_name}.json").read_text()),
+                    args.output_dir / f"{args.output_name}.png")
 
-    results = []
     info = machine()
-    header = dict(
-        date=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-        machine=f"{info['cpu']}, {os.cpu_count()} CPU cores, no GPU"
-        if not torch.cuda.is_available() else torch.cuda.get_device_name(0),
-        python=platform.python_version(), torch=torch.__version__,
-        sktopics=sktopics.__version__, commit=commit_text(info),
-        torch_threads=torch.get_num_threads(), args=vars(args),
-    )
-    machine_load = MachineLoad().__enter__()
-    for dataset in args.datasets:
-        X, X_test, vocab = load(dataset)
-        batch = 200 if dataset == "20ng" else 50  # the paper's batch sizes
-        batch = args.batch_size or batch
-        print(f"{dataset}: train {X.shape}, test {X_test.shape}", flush=True)
-        for setting in args.settings:
-            for seed in args.seeds:
-                results += run_setting(args, dataset, setting, seed, X, X_test, vocab, batch)
-
-    machine_load.__exit__(None, None, None)
-    header.update(load=machine_load.summary())
-    write_results(args.output_name, dict(header=header, results=results), report,
-                  directory=args.output_dir)
-
-
-def run_setting(args, dataset, setting, seed, X, X_test, vocab, batch):
-    """The rows of every model of ``args.models`` at one (data, setting, seed)."""
-    cfg = SETTINGS[setting]
-    print(f"[{dataset} / {setting} / seed {seed}] {cfg}", flush=True)
-    common = dict(batch_size=batch, device="auto", random_state=seed)
-    if args.learning_rate is not None:
-        common["learning_rate"] = args.learning_rate
-    if args.dropout is not None:
-        common["dropout"] = args.dropout
-    results, target = [], None
-    if "tomotopy" in args.models:
-        res = run_tomotopy(X, X_test, vocab, cfg["k_super"], cfg["k_sub"],
-                           args.tomotopy_iters, seed, dataset, setting, args.tomotopy_workers)
-        results.append(res)
-        target = res["npmi_eps"]
-    neural = {
-        "4pam": (f"PAMVI 4-PAM ({cfg['k_super']}/{cfg['k_sub']})",
-                 lambda **kw: PAMVI((cfg["k_super"], cfg["k_sub"]), **common, **kw)),
-        "4pam-l2": (f"PAMVI 4-PAM l2 ({cfg['k_super']}/{cfg['k_sub']})",
-                    lambda **kw: PAMVI((cfg["k_super"], cfg["k_sub"]),
-                                       logvar_norm="l2", **common, **kw)),
-        "5pam": (f"PAMVI 5-PAM ({cfg['k_duper']}/{cfg['k_super']}/{cfg['k_sub']})",
-                 lambda **kw: PAMVI((cfg["k_duper"], cfg["k_super"], cfg["k_sub"]),
-                                    **common, **kw)),
-        "molda": (f"MoLDA{cfg['molda']}",
-                  lambda **kw: MoLDA(cfg["molda"], **common, **kw)),
-    }
-    for key in args.models:
-        if key in neural:
-            name, make = neural[key]
-            res, _ = run_neural(name, make, X, X_test, args.epochs, args.chunk,
-                                dataset, setting, target)
-            results.append(res)
-    for res in results:
-        res["seed"] = seed
-    return results
-
-
-def merge(runs, note=""):
-    """One results file of several runs: the first run's header with every run's
-    arguments and date, the rows of all (each with its run's seed)."""
-    header = dict(runs[0]["header"], note=note,
-                  args=[arg for run in runs for arg in _as_list(run["header"]["args"])],
-                  dates=[date for run in runs for date in _as_list(run["header"].get(
-                      "dates", run["header"]["date"]))])
+    header = dict(date=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), machine=info["cpu"],
+                  cores=os.cpu_count(), python=info["python"], torch=info["torch"],
+                  sktopics=sktopics.__version__, commit=commit_text(info), args=vars(args))
     results = []
-    for run in runs:
-        seed = _as_list(run["header"]["args"])[0].get("seed", 0)
-        results += [{"seed": seed, **row} for row in run["results"]]
-    return dict(header=header, results=results)
+    warnings.filterwarnings("ignore", message="The training result may differ")  # tomotopy's
+    warm_up()
+    with MachineLoad() as machine_load:
+        for dataset in args.datasets:
+            train, _, X, X_test = load_pam_corpus(dataset)
+            vocab = list(train.feature_names)
+            print(f"{dataset}: train {X.shape}, test {X_test.shape}", flush=True)
+            for setting in args.settings:
+                results += run_setting(args, dataset, setting, X, X_test, vocab)
+    header.update(load=machine_load.summary())
+    payload = dict(header=header, results=results)
+    path = write_results(args.output_name, payload, report, directory=args.output_dir)
+    draw(payload, path.with_suffix(".png"))
+    return 0
 
 
-def _as_list(value):
-    return value if isinstance(value, list) else [value]
+def warm_up():
+    """One tiny fit, so that the first timed fit does not pay the imports and first calls."""
+    from sktopics.datasets import make_pam_corpus
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        PAMVI((2, 5), max_iter=1).fit(make_pam_corpus(n_samples=64, random_state=0)[0])
+
+
+def at_time(trace, seconds):
+    """The last point of ``trace`` reached within ``seconds`` (None if none)."""
+    points = [p for p in trace if p["seconds"] <= seconds * (1 + 1e-9)]
+    return points[-1] if points else None
+
+
+def comparisons(results):
+    """Per neural fit: tomotopy's NPMI at the fit's time and at three times it, and the
+    neural model's NPMI at tomotopy's time for ``--tomotopy-iters`` sweeps."""
+    rows = []
+    groups = {}
+    for r in results:
+        groups.setdefault((r["dataset"], r["setting"]), []).append(r)
+    for (dataset, setting), group in groups.items():
+        gibbs = next((r for r in group if r["key"] == "tomotopy"), None)
+        if gibbs is None:
+            continue
+        for r in group:
+            if r is gibbs:
+                continue
+            row = {"data": dataset, "setting": setting, "model": r["model"],
+                   "fit s": r["fit_seconds"], "NPMI": r["npmi_eps"], "TD": r["td"]}
+            for factor, label in ((1, "equal time"), (3, "3x time")):
+                point = at_time(gibbs["trace"], factor * r["fit_seconds"])
+                row[f"tomotopy at {label}"] = (
+                    "not run that long" if factor * r["fit_seconds"] > gibbs["fit_seconds"] * 1.05
+                    else "no sweep done" if point is None
+                    else f"{point['npmi_eps']:.3f} (TD {point['td']:.2f}, {point['epochs']} sweeps)")
+            rows.append(row)
+    return rows
 
 
 def report(payload):
-    """The results page of :func:`main`'s (or :func:`merge`'s) JSON."""
+    """The results page of :func:`main`'s JSON."""
     header, results = payload["header"], payload["results"]
-    runs = _as_list(header["args"])
-    dates = _as_list(header.get("dates", header["date"]))
-    if "load" in header:
-        load = " " + load_sentence(header["load"])
-    else:
-        load = f" {header['load_sentence']}" if header.get("load_sentence") else ""
-    commit = f", commit {header['commit']}" if header.get("commit") else ""
-    # where the files went and how the run was called are not settings of the benchmark
-    hidden = ("out", "merge", "output_name", "output_dir", "report_only")
-    if len(runs) == 1:
-        arguments = ("Arguments: `"
-                     + json.dumps({k: v for k, v in runs[0].items() if k not in hidden}) + "`.")
-    else:  # the arguments the runs share, then each run's own and its note
-        keys = [k for k in dict.fromkeys(k for a in runs for k in a)
-                if k not in hidden + ("note",)]
-        common = {k: runs[0].get(k) for k in keys if all(a.get(k) == runs[0].get(k)
-                                                          for a in runs)}
-        arguments = f"{len(runs)} runs, with the arguments `{json.dumps(common)}` and: " + "; ".join(
-            f"({i + 1}) {date}, `{json.dumps({k: a.get(k) for k in keys if k not in common})}`"
-            + (f", {a['note'].rstrip('.')}" if a.get("note") else "")
-            for i, (date, a) in enumerate(zip(dates, runs))) + "."
+    args = {k: v for k, v in header["args"].items()
+            if k not in ("output_name", "output_dir", "report_only")}
     lines = [
-        "# PAMVI / MoLDA vs tomotopy PAModel",
+        "# PAMVI / MoLDA against tomotopy's PAModel",
         "",
-        f"*measured on {header['machine']}*, {dates[0]}; Python {header['python']}, "
-        f"torch {header['torch']} ({header['torch_threads']} threads), sktopics "
-        f"{header['sktopics']}{commit}.{load} {arguments}",
+        f"*measured on {header['machine']}, {header['cores']} CPU cores*, {header['date']}; "
+        f"Python {header['python']}, torch {header['torch']}, sktopics {header['sktopics']}, "
+        f"commit {header['commit']}. {load_sentence(header['load'])} "
+        f"Arguments: `{json.dumps(args)}`. {header['args'].get('note', '')}",
         "",
-        "NPMI: top 10 words, boolean-document counts over the **test split**; "
-        "`eps` = gensim convention (never co-occurring pair ~ -1), `zero` = Lau/Scholar "
-        "convention (such pairs score 0). TD: unique fraction of the top-10 words. "
-        "Seconds: `fit` / `train` only; the models of one run are trained in the same "
-        "process, one after the other. " + header.get("note", ""),
+        "NPMI: top 10 words, boolean-document counts over the **test split**, gensim's "
+        "epsilon convention (`zero`: Lau's, pairs that never co-occur score 0). TD: "
+        "unique fraction of the top-10 words. Seconds: `fit` (one default fit, topics "
+        "copied at a few epochs, the copies' time subtracted) or tomotopy's `train` calls.",
         "",
-        "| data | setting | seed | model | NPMI eps | NPMI zero | TD | fit s | epochs/iters | "
-        "s to tomotopy NPMI | paper |",
-        "|---|---|---:|---|---:|---:|---:|---:|---:|---:|---|",
     ]
+    rows = []
     for r in results:
-        paper_key = ("4-PAM Gibbs" if r["model"].startswith("tomotopy") else
-                     "5-PAM" if "5-PAM" in r["model"] else
-                     "MoLDA" if r["model"].startswith("MoLDA") else "4-PAM")
-        paper = PAPER.get((r["dataset"], r["setting"]), {}).get(paper_key, "")
-        reach = r.get("seconds_to_tomotopy_npmi", "")
-        reach = "" if reach == "" else ("not reached" if reach is None else f"{reach:.1f}")
-        model = r["model"]
-        if "per_component_npmi_eps" in r:
-            model += " (per component eps: " + " / ".join(
-                f"{v:.3f}" for v in r["per_component_npmi_eps"]) + ")"
-        seed = r.get("seed", runs[0].get("seed", 0))
-        lines.append(
-            f"| {r['dataset']} | {r['setting']} | {seed} | {model} | {r['npmi_eps']:.3f} | "
-            f"{r['npmi_zero']:.3f} | {r['td']:.2f} | {r['fit_seconds']:.1f} | "
-            f"{r['iterations']} | {reach} | {paper} |"
-        )
+        paper = PAPER.get((r["dataset"], r["setting"]), {}).get(r["key"], "")
+        model = r["model"] + (" (capped)" if r.get("capped") else "")
+        if "per_component" in r:
+            model += " (components: " + " / ".join(
+                f"{c['npmi_eps']:.3f}" for c in r["per_component"]) + ")"
+        rows.append({"data": r["dataset"], "setting": r["setting"], "model": model,
+                     "NPMI": r["npmi_eps"], "NPMI zero": r["npmi_zero"], "TD": r["td"],
+                     "fit s": r["fit_seconds"], "epochs / sweeps": r["iterations"],
+                     "paper": paper})
+    lines.append(markdown_table(rows, ["data", "setting", "model", "NPMI", "NPMI zero", "TD",
+                                       "fit s", "epochs / sweeps", "paper"]))
+    compared = comparisons(results)
+    if compared:
+        lines += ["", "At equal time: tomotopy's NPMI (epsilon) at the last sweep within each "
+                  "neural fit's seconds, and within three times them.", "",
+                  markdown_table(compared, list(compared[0]))]
     lines += ["", "Paper column: aviPAM (Srivastava & Sutton 2018), NPMI with Lau et al.'s "
-              "toolkit (sliding window 20, zero convention) on their own reference corpus, GPU "
-              "training minutes in parentheses; not directly comparable with our test-split "
+              "toolkit (sliding window 20, zero convention) on its own reference corpus, GPU "
+              "training minutes in parentheses; not comparable with this test-split "
               "boolean-document NPMI.", ""]
     return "\n".join(lines)
+
+
+def draw(payload, path):
+    """NPMI and topic diversity against seconds, a column per (data, setting)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import matplotlib.ticker
+
+    results = payload["results"]
+    panels = list(dict.fromkeys((r["dataset"], r["setting"]) for r in results))
+    fig, axes = plt.subplots(2, len(panels), figsize=(4.2 * len(panels), 6.4), squeeze=False,
+                             sharex="col", constrained_layout=True)
+    colours = {"4pam": "C0", "5pam": "C2", "molda": "C4", "tomotopy": "C3"}
+    for column, panel in enumerate(panels):
+        for r in (r for r in results if (r["dataset"], r["setting"]) == panel):
+            points = r["trace"] + ([] if r["key"] == "tomotopy" else [
+                dict(seconds=r["fit_seconds"], npmi_eps=r["npmi_eps"], td=r["td"])])
+            seconds = [p["seconds"] for p in points]
+            for row, metric in enumerate(("npmi_eps", "td")):
+                ax = axes[row, column]
+                ax.plot(seconds, [p[metric] for p in points], "o-", ms=3, lw=1.2,
+                        color=colours[r["key"]], label=r["model"])
+                if r["key"] != "tomotopy":
+                    ax.axvline(r["fit_seconds"], color=colours[r["key"]], lw=0.6, ls=":")
+        axes[0, column].set_title(f"{panel[0]}, {panel[1]} setting", fontsize=10)
+        axes[0, column].set_ylabel("held-out NPMI" if column == 0 else "")
+        axes[1, column].set_ylabel("topic diversity" if column == 0 else "")
+        axes[1, column].set_xlabel("seconds (log scale)")
+        axes[1, column].set_xscale("log")
+        axes[1, column].xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+        axes[0, column].legend(fontsize=7, loc="lower right")
+        for ax in axes[:, column]:
+            ax.grid(alpha=0.3)
+    fig.suptitle("Against training seconds on the same cores (dotted: a neural fit's end)",
+                 fontsize=10)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
 
 
 if __name__ == "__main__":
