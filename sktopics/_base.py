@@ -10,7 +10,7 @@ from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, Transfo
 from ._evaluation._default_score import default_log_likelihood
 from ._version import __version__
 from .utils._devices import available_device, resolve_device
-from .utils._distributed import current_collective
+from .utils._distributed import agree_on_parameters, current_collective, nccl_device_problem
 from .utils._fingerprint import array_fingerprint
 from .utils._generators import draw_seed
 from .utils._interrupt import deferred_interrupt
@@ -133,7 +133,7 @@ class BaseTopicModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEsti
             if not online:
                 self._warn_more_topics_than_words(X)
             if not (online and warm):
-                self.device_ = resolve_device(self.device)
+                self.device_ = self._agreed_device(collective)
             options = self._partial_fit_options if online else {}
             seed = draw_seed(self.random_state)
             if collective is not None:
@@ -317,6 +317,7 @@ class BaseTopicModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEsti
         except ValueError as exc:
             problem = str(exc)
         collective.agree(problem)
+        agree_on_parameters(self, collective)
         names = getattr(self, "feature_names_in_", None)
         collective.same_everywhere(
             "The vocabulary (number of features and their names; fit one vectorizer for "
@@ -325,6 +326,19 @@ class BaseTopicModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEsti
         if not warm and not self._integer_counts:
             warn_fractional_counts(X, type(self).__name__, collective)
         return X
+
+    def _agreed_device(self, collective):
+        """The resolved ``device``; data-parallel, a device a rank cannot use (no CUDA,
+        or a GPU other than the one NCCL communicates on) is refused on every rank."""
+        if collective is None:
+            return resolve_device(self.device)
+        try:
+            device = resolve_device(self.device)
+            problem = nccl_device_problem(collective.backend, device)
+        except ValueError as exc:
+            device, problem = None, str(exc)
+        collective.agree(problem)
+        return device
 
     def _record_training_size(self, X, collective=None):
         """``n_train_tokens_`` / ``n_train_documents_``: per-token training curves need them.

@@ -6,6 +6,7 @@ file the test reads. Every scenario also runs in this process on the concatenate
 corpus (ranks in order), which the data-parallel result must equal.
 """
 
+import contextlib
 import os
 import pickle
 import signal
@@ -19,9 +20,10 @@ import scipy.sparse as sp
 import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
+from scipy.stats import chi2
 from skorch.callbacks import Callback
 
-from sktopics import PAMVI, LDAGibbs, ProdLDA
+from sktopics import AVITM, PAMVI, LDAGibbs, MoLDA, ProdLDA
 from sktopics.datasets import make_lda_corpus
 from sktopics.distributed import data_parallel
 
@@ -100,6 +102,10 @@ def _misuse(rank):
             LDAGibbs(**{**GIBBS, "algorithm": "sequential"}).fit(SHARES[rank])
         except ValueError as exc:
             found["sequential"] = str(exc)
+        try:  # ranks that would build different models
+            LDAGibbs(**{**GIBBS, "n_components": 4 + rank, "n_jobs": 1 + rank}).fit(SHARES[rank])
+        except ValueError as exc:
+            found["parameters"] = str(exc)
         # the group still works after the refusals
         found["after"] = LDAGibbs(**{**GIBBS, "max_iter": 2}).fit(SHARES[rank]).n_iter_
     return found
@@ -143,6 +149,7 @@ NEURAL_SHARES = [NEURAL_TRAIN[:300], NEURAL_TRAIN[300:]]
 #: The global batch: 100 documents, 50 from each of the two ranks.
 PRODLDA = dict(n_components=4, max_iter=30, batch_size=100, device="cpu", random_state=0)
 PAM = dict(structure=(2, 4), max_iter=5, batch_size=100, device="cpu", random_state=0)
+MOLDA = dict(component_sizes=(2, 4), max_iter=5, batch_size=100, device="cpu", random_state=0)
 
 
 #: A batch of 12 rows, 5 on rank 0 and 7 on rank 1, and the weights of a loss on it.
@@ -177,7 +184,10 @@ def _neural(rank):
         background = ProdLDA(**{**PRODLDA, "batch_size": 50, "max_iter": 2,
                                 "word_background": True}).fit(NEURAL_SHARES[rank])
         pam = PAMVI(**{**PAM, "batch_size": 50}).fit(NEURAL_SHARES[rank])
-    return {"prodlda": prodlda, "background": background, "pam": pam}
+        avitm = AVITM(**{**PRODLDA, "max_iter": 5, "batch_size": 50}).fit(NEURAL_SHARES[rank])
+        molda = MoLDA(**{**MOLDA, "batch_size": 50}).fit(NEURAL_SHARES[rank])
+    return {"prodlda": prodlda, "background": background, "pam": pam, "avitm": avitm,
+            "molda": molda}
 
 
 class _CtrlCOnRank1(Callback):
@@ -220,12 +230,149 @@ def _neural_faults(rank):
     return found
 
 
+#: Two shares unlike each other (the second's documents three times as long), of 350
+#: and 250 documents: each rank's batch is its whole share, the global batch the corpus.
+UNEVEN_SHARES = [NEURAL_TRAIN[:350], NEURAL_TRAIN[350:] * 3]
+UNEVEN = sp.vstack(UNEVEN_SHARES).tocsr()
+#: ProdLDA without dropout, and without free bits, whose floor applies to each rank's
+#: own batch.
+NOISELESS = dict(n_components=4, dropout=0.0, free_bits=0.0, device="cpu", random_state=0)
+
+
+@contextlib.contextmanager
+def _noiseless():
+    """ProdLDA's reparameterised sample replaced by its mean: runs that differ only in
+    their random draws then compute the same numbers."""
+    from sktopics._neural._modules import TopicVAE
+
+    sample = TopicVAE.sample_h
+    TopicVAE.sample_h = lambda self, mu, logvar, generator=None: mu
+    try:
+        yield
+    finally:
+        TopicVAE.sample_h = sample
+
+
+class _FirstGradients(Callback):
+    """A skorch callback keeping the gradients of the first step, as the optimiser
+    gets them."""
+
+    def initialize(self):
+        self.gradients = None
+        return self
+
+    def on_grad_computed(self, net, named_parameters, **kwargs):
+        if self.gradients is None:
+            self.gradients = {name: p.grad.detach().clone() for name, p in named_parameters
+                              if p.grad is not None}
+
+
+def _uneven_step(rank):
+    gradients = _FirstGradients()
+    with _noiseless(), data_parallel():
+        ProdLDA(**NOISELESS, max_iter=1, batch_size=UNEVEN_SHARES[rank].shape[0],
+                callbacks=[("gradients", gradients)]).fit(UNEVEN_SHARES[rank])
+    return gradients.gradients
+
+
+def _validation(rank):
+    from sktopics.utils._generators import draw_seed
+
+    share = UNEVEN_SHARES[rank]
+    with _noiseless(), data_parallel():
+        model = ProdLDA(**NOISELESS, max_iter=2, batch_size=50,
+                        validation_fraction=0.2).fit(share)
+    _, valid = model._split_validation(share.astype(np.float32), draw_seed(0))
+    return {"model": model, "valid": valid}
+
+
+class _ExtraOnRankZero(Callback):
+    """A parameter every rank's module gets and only rank 0's forward pass uses."""
+
+    def __init__(self, rank):
+        self.rank = rank
+
+    def on_train_begin(self, net, **kwargs):
+        module = net.module_
+        module.extra = torch.nn.Parameter(torch.ones(3))
+        net.optimizer_.add_param_group({"params": [module.extra]})
+        if self.rank == 0:
+            forward = module.forward
+
+            def forward_with_extra(x, generator=None):
+                reconstruction, mu, logvar = forward(x, generator)
+                return reconstruction + (module.extra ** 2).sum(), mu, logvar
+
+            module.forward = forward_with_extra
+
+
+def _unused_parameter(rank):
+    with data_parallel(timeout=60):
+        model = ProdLDA(**{**PRODLDA, "max_iter": 2, "batch_size": 50,
+                           "callbacks": [("extra", _ExtraOnRankZero(rank))]})
+        model.fit(NEURAL_SHARES[rank])
+    return {"extra": model.net_.module_.extra.detach().clone(),
+            "components": model.components_}
+
+
+#: The one-process MH test's corpus (3 documents, 6 words), 2 documents on rank 0 and
+#: 1 on rank 1; 5 topics.
+MH_X = sp.csr_matrix(np.random.default_rng(0).poisson(1.5, size=(3, 6)))
+MH_SHARES = [MH_X[:2], MH_X[2:]]
+MH_ALPHA, MH_BETA, MH_K = np.array([0.3, 0.1, 0.5, 0.2, 0.05]), 0.2, 5
+
+
+def _mh_conditional(rank, n=30000):
+    """Each rank's MH draws of a few of its tokens, started from exact draws of their
+    conditional given every rank's tokens (computed here from the gathered tokens, not
+    from the sampler's tables), with that conditional."""
+    from sktopics._gibbs._state import GibbsCorpus, GibbsState
+    from sktopics._gibbs._sweeps import mh_chunk
+    from sktopics._random import counter_uniform, stream_key
+
+    rng = np.random.default_rng(10 + rank)
+    with data_parallel() as collective:
+        corpus = GibbsCorpus(MH_SHARES[rank], "cpu", collective)
+        z0 = torch.as_tensor(rng.integers(0, MH_K, corpus.n_tokens), dtype=torch.int32)
+        state = GibbsState(corpus, MH_K, z0)
+        offset = 0 if rank == 0 else MH_SHARES[0].shape[0]
+        tokens = collective.gather_objects(np.stack([corpus.doc.numpy() + offset,
+                                                     corpus.word.numpy(), state.z.numpy()]))
+    doc, word, z = np.concatenate(tokens, axis=1).astype(np.int64)
+    first = sum(t.shape[1] for t in tokens[:rank])  # this rank's tokens among all
+    alpha = torch.tensor(MH_ALPHA, dtype=torch.float32)
+    frozen = (state.z, corpus.word_start, corpus.word_length, state.z[corpus.doc_perm],
+              corpus.doc_start, corpus.doc_length)
+    found = []
+    for i in range(0, corpus.n_tokens, 3):
+        others = np.arange(doc.size) != first + i
+        n_dk = np.zeros((MH_X.shape[0], MH_K))
+        n_wk = np.zeros((MH_X.shape[1], MH_K))
+        np.add.at(n_dk, (doc[others], z[others]), 1)
+        np.add.at(n_wk, (word[others], z[others]), 1)
+        target = ((n_dk[doc[first + i]] + MH_ALPHA) * (n_wk[word[first + i]] + MH_BETA)
+                  / (n_wk.sum(0) + MH_X.shape[1] * MH_BETA))
+        target /= target.sum()
+        replicas = torch.full((n,), i, dtype=torch.int64)
+        start = torch.as_tensor(rng.choice(MH_K, size=n, p=target))
+        index = torch.arange(n)
+        uniforms = [[counter_uniform(stream_key(5 + rank, s, i), index) for s in range(4)]]
+        draws = mh_chunk(corpus.doc[replicas], corpus.word[replicas], state.z[replicas], start,
+                         frozen, (state.n_dk, state.n_wk, state.n_k), alpha,
+                         torch.cumsum(alpha, 0), MH_BETA, uniforms,
+                         word_proposal=state.own_word_topic()).numpy()
+        found.append((np.bincount(draws, minlength=MH_K), target))
+    return found
+
+
 def _core(rank):
     """The scenarios that succeed, in one group (starting processes takes seconds)."""
     fit = _fit(rank)
     return {"fit": fit, "partial_fit": _partial_fit(rank), "misuse": _misuse(rank),
             "score": _score(rank, fit["model"]), "neural": _neural(rank),
-            "batch_norm": _batch_norm(rank), "neural_faults": _neural_faults(rank)}
+            "batch_norm": _batch_norm(rank), "neural_faults": _neural_faults(rank),
+            "uneven_step": _uneven_step(rank), "validation": _validation(rank),
+            "unused_parameter": _unused_parameter(rank), "mh": _mh_conditional(rank)}
 
 
 SCENARIOS = {"core": _core, "rank_dies": _rank_dies}
@@ -270,11 +417,15 @@ def test_partial_fit_over_shards_equals_one_process(core):
 def test_misuse_gets_the_same_clear_error_on_every_rank(core):
     results = [r["misuse"] for r in core]
     for found in results:
+        # different models are refused, naming what differs; threads may differ
+        assert "n_components" in found["parameters"] and "n_jobs" not in found[
+            "parameters"].split("differ")[0]
         assert "rank 1" in found["vocabulary"] and "vocabulary" in found["vocabulary"]
         assert "rank 1" in found["no documents"] and "sample" in found["no documents"]
         assert "sequential" in found["sequential"]
         assert found["after"] == 2
     assert results[0]["vocabulary"] == results[1]["vocabulary"]
+    assert results[0]["parameters"] == results[1]["parameters"]
 
 
 def test_score_is_the_one_process_score_of_the_concatenated_documents(core):
@@ -324,9 +475,10 @@ def test_neural_models_train_one_model_over_the_ranks(core):
     results = [r["neural"] for r in core]
     # every rank holds the same model: the same initial weights, averaged gradients
     # and synchronised batch-norm statistics
-    for name in ("prodlda", "background", "pam"):
+    for name in ("prodlda", "background", "pam", "avitm", "molda"):
         np.testing.assert_array_equal(results[0][name].components_,
                                       results[1][name].components_)
+        assert results[0][name].n_train_documents_ == 600
     # the word background counts every rank's documents
     single = ProdLDA(**{**PRODLDA, "max_iter": 2, "word_background": True}).fit(NEURAL_TRAIN)
     np.testing.assert_allclose(results[0]["background"]._background, single._background,
@@ -338,6 +490,73 @@ def test_neural_models_train_one_model_over_the_ranks(core):
     assert parallel > untrained + 0.1
     assert abs(parallel - alone) <= 0.02 * abs(alone)
     assert results[0]["pam"].n_train_documents_ == 600
+
+
+def test_a_step_follows_the_gradient_of_the_global_batch(core):
+    """Ranks holding 350 and 250 documents unlike each other, each its whole share as
+    its batch: the first step's gradient, on both ranks, is one process's on the 600
+    documents (noise replaced by its mean). A plain average of the ranks' gradients
+    would weigh the 250 documents as much as the 350, and a decoder batch norm with
+    each rank's own statistics would give another gradient."""
+    results = [r["uneven_step"] for r in core]
+    gradients = _FirstGradients()
+    with _noiseless():
+        ProdLDA(**NOISELESS, max_iter=1, batch_size=UNEVEN.shape[0],
+                callbacks=[("gradients", gradients)]).fit(UNEVEN)
+    expected = gradients.gradients
+    scale = max(float(g.abs().max()) for g in expected.values())
+    for found in results:
+        assert set(found) == set(expected)
+        for name, gradient in expected.items():  # float32 sums in another order
+            torch.testing.assert_close(found[name], gradient, rtol=1e-4, atol=1e-5 * scale)
+
+
+def test_validation_normalises_with_every_ranks_validation_documents(core):
+    """The recorded valid_loss is one process's loss on the ranks' validation documents
+    together (one batch, its own statistics), the same on both ranks; each rank's own
+    statistics give another number."""
+    from sktopics._neural._data import CSRBatchIterator, CSRDataset
+    from sktopics._neural._modules import TFBatchNorm
+
+    results = [r["validation"] for r in core]
+    recorded = [r["model"].net_.history[-1, "valid_loss"] for r in results]
+    assert recorded[0] == recorded[1]
+    module = results[0]["model"].net_.module_.eval()
+    for norm in module.modules():
+        if isinstance(norm, TFBatchNorm):
+            norm.use_running_stats = False
+
+    def loss(X):
+        batch, _ = next(iter(CSRBatchIterator(CSRDataset(X), X.shape[0], sampling="sequential")))
+        with _noiseless(), torch.no_grad():
+            return float(module.negative_elbo(batch, module(batch)).mean())
+
+    valid = [r["valid"] for r in results]
+    together = loss(sp.vstack(valid).tocsr())
+    assert recorded[0] == pytest.approx(together, rel=1e-5)
+    apart = sum(loss(v) * v.shape[0] for v in valid) / sum(v.shape[0] for v in valid)
+    assert abs(apart - together) > 1e-3 * abs(together)
+
+
+def test_a_parameter_unused_on_one_rank_still_moves_together(core):
+    """A parameter only rank 0's loss uses: no gradient on rank 1, the global one on
+    both after the exchange, so the ranks hold the same, moved, value."""
+    results = [r["unused_parameter"] for r in core]
+    torch.testing.assert_close(results[0]["extra"], results[1]["extra"], rtol=0, atol=0)
+    assert (results[0]["extra"] < 1).all()  # moved down the gradient of its square
+    np.testing.assert_array_equal(results[0]["components"], results[1]["components"])
+
+
+def test_mh_draws_keep_the_one_process_conditional(core):
+    """Data-parallel MH proposes from each rank's own tokens and accepts with every
+    rank's counts: started from exact draws of a token's conditional given all the
+    ranks' tokens, its draws keep that law (chi-square, 30,000 replicas a token)."""
+    for rank, found in enumerate(r["mh"] for r in core):
+        assert found
+        for observed, target in found:
+            n = observed.sum()
+            stat = ((observed - n * target) ** 2 / (n * target)).sum()
+            assert stat < chi2.ppf(0.9999, MH_K - 1), (rank, observed / n, target)
 
 
 def test_one_ranks_problems_reach_every_rank(core):

@@ -585,6 +585,41 @@ def test_the_collapse_check_asks_more_of_fractional_weights(corpus):
     assert tfidf and "tf-idf" in message  # fractional weights: below 4 / K
 
 
+class _OtherRankSums:
+    """A two-rank group seen from rank 0: each sum adds the other rank's value, in the
+    order the collapse check asks for them (shares' total, probe size, fractional)."""
+
+    world_size, rank = 2, 0
+
+    def __init__(self, *others):
+        self.others = list(others)
+
+    def sum(self, value):
+        return value + self.others.pop(0)
+
+
+def test_the_collapse_check_reads_every_ranks_documents(corpus):
+    """Data-parallel, the verdict is the mean largest share over every rank's probe:
+    this rank's documents alone pass (0.3 at K = 10, above 1.5 / K); three times as
+    many on the other rank at 0.05 pull the pooled mean below the bar, on every rank."""
+    from sktopics._neural._collapse import proportions_collapse
+    from sktopics.utils._distributed import _current
+
+    stub = _ProportionsStub(10, 0.3, np.eye(10, corpus.shape[1]))
+    here = corpus[:100]
+    n = 100
+    assert (np.asarray(here.sum(axis=1)) > 0).all()  # every document is probed
+    assert not proportions_collapse(stub, here)[0]
+    group = _OtherRankSums(0.05 * 3 * n, 3 * n, 0)
+    token = _current.set(group)
+    try:
+        fires, share, _ = proportions_collapse(stub, here)
+    finally:
+        _current.reset(token)
+    assert share == pytest.approx((0.3 * n + 0.05 * 3 * n) / (4 * n))
+    assert fires and not group.others
+
+
 class _ProportionsStub:
     """A fitted model's stand-in whose every document's largest topic share is ``top``."""
 

@@ -1,6 +1,7 @@
 """AVITM (NVLDA): LDA trained by autoencoding variational Bayes (Srivastava & Sutton 2017)."""
 
 from .._generative import MixtureLikelihood
+from ..utils._distributed import on_rank_zero
 from ..utils._docstring import fill_doc
 from ..utils._warnings import warn
 from ._collapse import proportions_collapse
@@ -169,7 +170,8 @@ class AVITM(NeuralTopicModel):
     def _warn_if_collapsed(self, X=None):
         collapsed, _, message = (False, None, "") if X is None else proportions_collapse(self, X)
         if collapsed:
-            warn(message, UserWarning)
+            if on_rank_zero():
+                warn(message, UserWarning)
         else:
             super()._warn_if_collapsed(X)
 

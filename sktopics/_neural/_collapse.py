@@ -2,6 +2,8 @@
 
 import numpy as np
 
+from ..utils._distributed import current_collective
+
 __all__ = ["proportions_collapse"]
 
 #: Training documents (evenly spaced) whose topic proportions the check reads.
@@ -28,7 +30,8 @@ def proportions_collapse(model, X):
 
     When every document gets nearly the same proportions, the encoder has collapsed
     to the prior and no document tells the topics apart. The check reads
-    ``transform`` on up to 2,000 evenly spaced documents of ``X`` and fires when
+    ``transform`` on up to 2,000 evenly spaced documents of ``X`` (data-parallel, of
+    every rank's ``X``, with the same verdict on every rank) and fires when
     their mean largest topic share is below 1.5 / K (a collapse), or, when ``X`` has
     fractional values, below ``min(4 / K, 1 / 2)``: tf-idf weights gave AVITM
     1.5-3.2 / K where the same documents' counts gave 2.6 / K or more
@@ -50,13 +53,21 @@ def proportions_collapse(model, X):
         What happened and what to do, for the warning (empty when not checked).
     """
     n_topics = model.n_components
+    if n_topics < 4:
+        return False, float("nan"), ""
     rows = np.unique(np.linspace(0, X.shape[0] - 1, min(X.shape[0], _SAMPLE)).astype(np.int64))
     probe = X[rows]
     probe = probe[np.asarray(probe.sum(axis=1)).ravel() > 0]
-    if n_topics < 4 or probe.shape[0] == 0:
-        return False, float("nan"), ""
-    share = float(model._transform(probe).max(axis=1).mean())
+    total = float(model._transform(probe).max(axis=1).sum()) if probe.shape[0] else 0.0
+    count = int(probe.shape[0])
     fractional = bool(np.any(probe.data != np.round(probe.data)))
+    collective = current_collective()
+    if collective is not None:  # every rank's probe: one verdict, the same on every rank
+        total, count = collective.sum(total), collective.sum(count)
+        fractional = collective.sum(int(fractional)) > 0
+    if count == 0:
+        return False, float("nan"), ""
+    share = total / count
     collapsed = share < _FACTOR / n_topics
     name = type(model).__name__
     measured = f"mean largest topic share {share:.3f}; uniform is {1 / n_topics:.3f}"

@@ -12,7 +12,7 @@ from skorch.helper import predefined_split
 
 from .._base import BaseTopicModel
 from .._generative import GenerativeView, LogisticNormalPrior, laplace_logistic_normal
-from ..utils._distributed import current_collective
+from ..utils._distributed import current_collective, on_rank_zero
 from ..utils._fingerprint import count_fingerprint
 from ..utils._generators import make_generator, rng_scope, seed_generators
 from ..utils._modules import FrozenModule, evaluation_mode
@@ -23,6 +23,7 @@ from ._convergence import MIN_STEPS, undertrained
 from ._data import CSRBatchIterator, CSRDataset, natural_batches
 from ._modules import ACTIVATIONS, InferenceNetwork, TFBatchNorm, TopicVAE
 from ._net import EpochMonitor, TopicNet
+from ._norm_statistics import measure_batch_norms
 
 __all__ = ["NeuralTopicModel"]
 
@@ -163,6 +164,8 @@ class NeuralTopicModel(BaseTopicModel):
                 seed_generators(seed * 1_000_003 + collective.rank
                                 + 7_919 * len(net.history), self.device_)
             net.collective = collective
+            net.global_batch_size = (None if collective is None else
+                                     collective.sum(min(self.batch_size, train.shape[0])))
             for norm, _ in norms:  # batch statistics over the global batch
                 norm.collective = collective
             net.iterator_train__n_batches = (None if collective is None else
@@ -187,6 +190,7 @@ class NeuralTopicModel(BaseTopicModel):
                 finally:
                     net.train_split = None  # keeps validation data out of pickles
                     net.collective = None
+                    net.global_batch_size = None
                     for norm, _ in norms:
                         norm.collective = None
                     monitor.prepare(None, None, None, None)
@@ -209,9 +213,9 @@ class NeuralTopicModel(BaseTopicModel):
                 raise
         self.n_iter_ = len(net.history)
         self.topic_word_prior_ = None
+        if epochs is None or not warm:  # once per fit: fit and the first partial_fit
+            self._warn_if_collapsed(train)  # on every rank: it reads every rank's documents
         if collective is None or collective.rank == 0:  # warnings on one rank
-            if epochs is None or not warm:  # once per fit: fit and the first partial_fit
-                self._warn_if_collapsed(train)
             if epochs is None and not interrupted:  # fit only: partial_fit is an epoch
                 stopped_early = (monitor.n_iter_no_change is not None and monitor
                                  .epochs_without_improvement_ >= monitor.n_iter_no_change)
@@ -318,21 +322,8 @@ class NeuralTopicModel(BaseTopicModel):
         if self.bn_statistics == "running":
             _set_frozen_batch_norm(module, True)
             return
-        generator = make_generator(seed, self.device_)
-        for part in (module.encoder, module.decoder):
-            norms = [m for m in part.modules() if isinstance(m, TFBatchNorm)]
-            if not norms:  # PAMVI's and MoLDA's decoders normalise their parameters only
-                continue
-            for norm in norms:
-                norm.start_accumulating()
-            with torch.no_grad():
-                for batch in self._batches(X):
-                    module(batch, generator=generator)
-            collective = current_collective()
-            for norm in norms:
-                if collective is not None:  # statistics over every rank's documents
-                    _sum_accumulator(norm, collective)
-                norm.stop_accumulating()
+        measure_batch_norms(module, lambda: self._batches(X),
+                            make_generator(seed, self.device_), current_collective())
 
     def _relocate(self, device):
         """Move the net (module, optimiser state, iterators) to ``device``.
@@ -398,9 +389,10 @@ class NeuralTopicModel(BaseTopicModel):
 
     def _warn_if_collapsed(self, X=None):
         """Warn when the fitted topics look collapsed (``X``: the training counts, for
-        checks that read documents)."""
+        checks that read documents). Data-parallel, every rank calls it (the checks
+        read every rank's documents) and rank 0 warns."""
         n_topics, n_words = self.components_.shape
-        if n_topics < 4 or n_words < 10 * n_topics:
+        if n_topics < 4 or n_words < 10 * n_topics or not on_rank_zero():
             return
         top = np.argsort(-self.components_, axis=1, kind="stable")[:, :10]
         diversity = np.unique(top).size / top.size
@@ -460,15 +452,6 @@ class _TrainingState:
         del net.history[self.n_epochs:]
         for norm, frozen in self.frozen_norms:
             norm.use_running_stats = frozen
-
-
-def _sum_accumulator(norm, collective):
-    """Sum a batch norm's accumulated statistics over the ranks."""
-    total, total_sq, count = norm._accumulator
-    zeros = torch.zeros_like(norm.bias, dtype=torch.float64)
-    total = collective.sum_(total if torch.is_tensor(total) else zeros.clone())
-    total_sq = collective.sum_(total_sq if torch.is_tensor(total_sq) else zeros.clone())
-    norm._accumulator = [total, total_sq, collective.sum(int(count))]
 
 
 def _set_frozen_batch_norm(module, frozen):

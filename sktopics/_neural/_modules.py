@@ -69,9 +69,11 @@ class TFBatchNorm(nn.Module):
         self._accumulator = None
 
     def batch_statistics(self):
-        """Whether a forward pass normalises with the batch's own statistics and only
-        updates the running averages (training, no accumulation under way)."""
-        return self.training and self._accumulator is None
+        """Whether a forward pass normalises with this process's batch's own statistics
+        and only updates the running averages (training, no accumulation under way, and
+        not synchronised with other ranks): what a fused kernel may compute itself."""
+        return (self.training and self._accumulator is None
+                and (self.collective is None or self.collective.world_size == 1))
 
     def forward(self, x):
         frozen = self.use_running_stats and not self.training

@@ -6,18 +6,21 @@ these as ``net_`` (composition), which keeps skorch's parameters out of
 ``get_params`` and its ``predict`` out of the public API.
 """
 
+import contextlib
 import math
 import time
 
 import torch
 from skorch import NeuralNet
 from skorch.callbacks import Callback, EpochTimer, PassthroughScoring, PrintLog
+from skorch.dataset import unpack_data
 
 from ..utils._interrupt import stop_now
 from ._graphs import CUDAGraphBackend, GraphedSteps, use_graphs
+from ._norm_statistics import whole_set_statistics
 from ._sparse import SparseRows
 
-__all__ = ["TopicNet", "EpochMonitor", "module_negative_elbo"]
+__all__ = ["TopicNet", "EpochMonitor", "sum_gradients", "module_negative_elbo"]
 
 
 class TopicNet(NeuralNet):
@@ -38,12 +41,17 @@ class TopicNet(NeuralNet):
     * pickles are device-neutral: the tensors load on the CPU, and the owning
       estimator moves them to a device the loading machine has;
     * data-parallel (``collective`` set by the estimator for a fit inside
-      :func:`sktopics.distributed.data_parallel`), each step averages the gradients
-      over the ranks before the optimiser moves, as ``DistributedDataParallel`` does.
+      :func:`sktopics.distributed.data_parallel`), each step's gradient is that of the
+      global batch's mean loss (the ranks' gradients summed, each rank's loss weighed
+      by its share of the global batch) before the optimiser moves, as
+      ``DistributedDataParallel`` does, and validation normalises with every rank's
+      validation documents.
     """
 
     #: The process group of a data-parallel fit, or None.
     collective = None
+    #: Documents in a step's batches over all the ranks (data-parallel).
+    global_batch_size = None
 
     #: Records and replays training steps where :func:`~._graphs.use_graphs` allows.
     graph_backend = CUDAGraphBackend
@@ -83,16 +91,19 @@ class TopicNet(NeuralNet):
         return step
 
     def train_step_single(self, batch, **fit_params):
-        step = super().train_step_single(batch, **fit_params)
-        if self.collective is not None and self.collective.world_size > 1:
-            grads = [p.grad for p in self.module_.parameters() if p.grad is not None]
-            flat = self.collective.sum_(torch.cat([g.reshape(-1) for g in grads]))
-            flat /= self.collective.world_size
-            offset = 0
-            for g in grads:
-                g.copy_(flat[offset:offset + g.numel()].view_as(g))
-                offset += g.numel()
-        return step
+        collective = self.collective
+        if collective is None or collective.world_size == 1:
+            return super().train_step_single(batch, **fit_params)
+        self._set_training(True)
+        Xi, yi = unpack_data(batch)
+        y_pred = self.infer(Xi, **fit_params)
+        loss = self.get_loss(y_pred, yi, X=Xi, training=True)
+        # The global batch's mean loss is the sum of the ranks' means, each weighed by
+        # its rank's share of the global batch: that sum's gradient, through the
+        # synchronised batch-norm statistics too, is the sum of the ranks' gradients.
+        (loss * (len(Xi) / self.global_batch_size)).backward()
+        sum_gradients(self.module_, collective)
+        return {"loss": loss, "y_pred": y_pred}
 
     def infer(self, x, **fit_params):
         if isinstance(x, SparseRows):  # already on the device; skorch cannot convert it
@@ -105,6 +116,18 @@ class TopicNet(NeuralNet):
     def run_single_epoch(self, iterator, training, prefix, step_fn, **fit_params):
         if iterator is None:
             return
+        if not training and self.collective is not None and self.collective.world_size > 1:
+            # Data-parallel validation normalises with every rank's validation
+            # documents' statistics, as one process normalises a validation set that
+            # fits one inference batch (ranks hold different numbers of batches).
+            statistics = whole_set_statistics(self.module_, lambda: (b for b, _ in iterator),
+                                              None, self.collective)
+        else:
+            statistics = contextlib.nullcontext()
+        with statistics:
+            self._run_batches(iterator, training, prefix, step_fn, **fit_params)
+
+    def _run_batches(self, iterator, training, prefix, step_fn, **fit_params):
         losses = []
         for batch in iterator:
             self.notify("on_batch_begin", batch=batch, training=training)
@@ -132,6 +155,29 @@ class TopicNet(NeuralNet):
             if key in state:
                 state[key] = "cpu"
         return state
+
+
+def sum_gradients(module, collective):
+    """Sum every parameter's gradient over the ranks, in place.
+
+    A parameter without a gradient on some rank (unused by its forward pass) counts
+    as zero there and gets the sum on every rank; one without a gradient on every
+    rank keeps none, as in one process.
+    """
+    params = [p for p in module.parameters() if p.requires_grad]
+    grads = [p.grad if p.grad is not None else torch.zeros_like(p) for p in params]
+    flags = torch.tensor([float(p.grad is not None) for p in params],
+                         dtype=grads[0].dtype, device=grads[0].device)
+    flat = collective.sum_(torch.cat([g.reshape(-1) for g in grads] + [flags]))
+    offset = 0
+    for p, has_gradient in zip(params, (flat[-len(params):] > 0).tolist()):
+        if has_gradient:
+            value = flat[offset:offset + p.numel()].view_as(p)
+            if p.grad is None:
+                p.grad = value.clone()
+            else:
+                p.grad.copy_(value)
+        offset += p.numel()
 
 
 def _reads_gradients(callback):

@@ -15,7 +15,8 @@ from datetime import timedelta
 import numpy as np
 import torch
 
-__all__ = ["Collective", "current_collective", "on_rank_zero", "open_collective"]
+__all__ = ["Collective", "agree_on_parameters", "current_collective", "nccl_device_problem",
+           "on_rank_zero", "open_collective"]
 
 _current = contextvars.ContextVar("sktopics_collective", default=None)
 
@@ -176,13 +177,57 @@ class Collective:
 
     def same_everywhere(self, what, value):
         """Agree that ``value`` (anything with a stable ``repr``) is equal on every rank."""
-        digest = int(hashlib.blake2b(repr(value).encode(), digest_size=7).hexdigest(), 16)
-        digests = [int(d[0]) for d in self.gather([digest])]
+        digests = [int(d[0]) for d in self.gather([_digest(value)])]
         differ = [str(r) for r, d in enumerate(digests) if d != digests[0]]
         if differ:  # every rank sees the same digests: all raise the same error
             ranks = ("rank " if len(differ) == 1 else "ranks ") + ", ".join(differ)
             raise ValueError(f"Data-parallel input refused: {what} differs on {ranks} from "
                              "rank 0's.")
+
+
+#: Parameters that may differ between the ranks of one data-parallel fit: threads,
+#: messages and hardware are each rank's own; the seed is rank 0's (broadcast); the
+#: global batch is the sum of the ranks' batches.
+RANK_LOCAL_PARAMETERS = frozenset({"n_jobs", "verbose", "device", "callbacks", "random_state",
+                                   "batch_size"})
+
+
+def agree_on_parameters(estimator, collective):
+    """Refuse, on every rank, an estimator whose class or parameters (other than
+    :data:`RANK_LOCAL_PARAMETERS`) differ from rank 0's: ranks that build different
+    models would exchange tensors of different meaning or shape."""
+    params = {name: value for name, value in estimator.get_params(deep=False).items()
+              if name not in RANK_LOCAL_PARAMETERS}
+    collective.same_everywhere("The estimator (class and parameter names)",
+                               (type(estimator).__name__, sorted(params)))
+    digests = [_digest(params[name]) for name in sorted(params)]
+    found = collective.gather(digests)
+    differ = sorted({name for rank in found for name, a, b in zip(sorted(params), rank, found[0])
+                     if a != b})
+    if differ:  # every rank sees the same digests: all raise the same error
+        raise ValueError("Data-parallel input refused: the parameters "
+                         f"{', '.join(differ)} differ between the ranks; every rank must fit "
+                         "the same model (only n_jobs, verbose, device, callbacks, "
+                         "random_state and batch_size may differ).")
+
+
+def nccl_device_problem(backend, device, current_index=None):
+    """What is wrong with training on ``device`` in a process group of ``backend``
+    (``None``: nothing). NCCL communicates on each process's current CUDA device
+    (``current_index``, default ``torch.cuda.current_device()``): a model on another
+    GPU of the process would make every exchange copy across GPUs or fail."""
+    if backend != "nccl" or device.type != "cuda":
+        return None  # gloo takes any device; NCCL copies host tensors to the GPU
+    current = torch.cuda.current_device() if current_index is None else current_index
+    if device.index is not None and device.index != current:
+        return (f"device {device} is not this process's current CUDA device (cuda:{current}), "
+                "on which NCCL communicates: call torch.cuda.set_device(local_rank) before "
+                "init_process_group and pass device='cuda' (or 'auto').")
+    return None
+
+
+def _digest(value):
+    return int(hashlib.blake2b(repr(value).encode(), digest_size=7).hexdigest(), 16)
 
 
 class _SumOverRanks(torch.autograd.Function):
