@@ -112,9 +112,25 @@ class BaseTopicModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEsti
             The updated estimator.
         """
         warm = self._is_fitted()
+        collective = current_collective()
+        if collective is not None:  # the ranks take the same path through the fit
+            collective.same_everywhere("Whether the model was fitted before (partial_fit "
+                                       "after fit or earlier partial_fit calls)", warm)
         if not warm:
             self._validate_params()
         return self._train(X, warm, online=True)
+
+    def _validate_params(self):
+        # Data-parallel, an invalid parameter on one rank is raised on every rank.
+        collective = current_collective()
+        if collective is None:
+            return super()._validate_params()
+        try:
+            super()._validate_params()
+            problem = None
+        except (ValueError, TypeError) as exc:
+            problem = str(exc)
+        collective.agree(problem)
 
     def _train(self, X, warm, online=False):
         """Validate, resolve the device and threads, fit; the plumbing of ``fit`` and
@@ -128,6 +144,9 @@ class BaseTopicModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEsti
         before = dict(self.__dict__)
         name = type(self).__name__
         collective = current_collective()
+        if collective is not None and not online:
+            collective.same_everywhere("Whether fit continues a fitted model (warm_start)",
+                                       warm)
         try:
             X = self._checked_training_counts(X, warm, collective)
             if not online:
@@ -306,6 +325,7 @@ class BaseTopicModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEsti
             return check_count_matrix(
                 self, X, reset=not warm, integer_counts=self._integer_counts, min_samples=2
             )
+        agree_on_parameters(self, collective)
         if not self._data_parallel:
             raise ValueError(f"{type(self).__name__} does not train data-parallel: fit it "
                              "outside sktopics.distributed.data_parallel().")
@@ -317,7 +337,6 @@ class BaseTopicModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEsti
         except ValueError as exc:
             problem = str(exc)
         collective.agree(problem)
-        agree_on_parameters(self, collective)
         names = getattr(self, "feature_names_in_", None)
         collective.same_everywhere(
             "The vocabulary (number of features and their names; fit one vectorizer for "

@@ -25,9 +25,9 @@ def data_parallel(group=None, *, timeout=None):
     ``algorithm="parallel"`` the model equals a one-process fit of the concatenated
     corpus, ranks in order); the learned priors and the likelihood trace use global
     sums; every rank ends with the same ``components_``, and ``doc_topic_`` holds the
-    rows of its own documents. The neural estimators average their gradients over the
-    ranks at every step and normalise with the global batch's statistics (the global
-    batch is the sum of the ranks' ``batch_size``). ``score`` returns the score of
+    rows of its own documents. The neural estimators take every step down the gradient
+    of the global batch's mean loss (the global batch is the sum of the ranks'
+    ``batch_size``) and normalise with the global batch's statistics. ``score`` returns the score of
     every rank's documents on every rank, and so do the evaluators of
     :mod:`sktopics.model_selection` (their result is the whole held-out set's).
 

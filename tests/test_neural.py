@@ -1,5 +1,6 @@
 """AVITM and ProdLDA: the estimator contract, training behaviour and inference."""
 
+import contextlib
 import copy
 import pickle
 import re
@@ -583,6 +584,32 @@ def test_the_collapse_check_asks_more_of_fractional_weights(corpus):
     assert share == pytest.approx(0.2) and not counts  # counts: below 1.5 / K only
     tfidf, _, message = proportions_collapse(Stub(), TfidfTransformer().fit_transform(corpus))
     assert tfidf and "tf-idf" in message  # fractional weights: below 4 / K
+
+
+def test_whole_set_statistics_puts_the_batch_norms_back(corpus):
+    """Inside the block the norms use the statistics of the given documents; after it,
+    also when the block raises, their running averages, modes and the module's
+    training flag are as before."""
+    from sktopics._neural._modules import TFBatchNorm
+    from sktopics._neural._norm_statistics import whole_set_statistics
+
+    model = ProdLDA(4, random_state=0, **{**FAST, "max_iter": 2}).fit(corpus)
+    module = model.net_.module_.train()
+    norms = [m for m in module.modules() if isinstance(m, TFBatchNorm)]
+    before = [(n.running_mean.clone(), n.running_var.clone(), n.use_running_stats)
+              for n in norms]
+    for raise_inside in (False, True):
+        with contextlib.suppress(RuntimeError):
+            with whole_set_statistics(module, lambda: model._batches(corpus[:50]), None, None):
+                encoder = module.encoder.mu_bn
+                assert encoder.use_running_stats and not module.training
+                assert not torch.equal(encoder.running_mean, before[norms.index(encoder)][0])
+                if raise_inside:
+                    raise RuntimeError
+        assert module.training
+        for norm, (mean, var, frozen) in zip(norms, before):
+            assert torch.equal(norm.running_mean, mean) and torch.equal(norm.running_var, var)
+            assert norm.use_running_stats == frozen and norm._accumulator is None
 
 
 class _OtherRankSums:

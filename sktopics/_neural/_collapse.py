@@ -30,8 +30,8 @@ def proportions_collapse(model, X):
 
     When every document gets nearly the same proportions, the encoder has collapsed
     to the prior and no document tells the topics apart. The check reads
-    ``transform`` on up to 2,000 evenly spaced documents of ``X`` (data-parallel, of
-    every rank's ``X``, with the same verdict on every rank) and fires when
+    ``transform`` on up to 2,000 evenly spaced documents of ``X`` (data-parallel, up
+    to 2,000 of each rank's, with the same verdict on every rank) and fires when
     their mean largest topic share is below 1.5 / K (a collapse), or, when ``X`` has
     fractional values, below ``min(4 / K, 1 / 2)``: tf-idf weights gave AVITM
     1.5-3.2 / K where the same documents' counts gave 2.6 / K or more

@@ -163,21 +163,25 @@ class NeuralTopicModel(BaseTopicModel):
                 # a new stream for each call.
                 seed_generators(seed * 1_000_003 + collective.rank
                                 + 7_919 * len(net.history), self.device_)
-            net.collective = collective
-            net.global_batch_size = (None if collective is None else
-                                     collective.sum(min(self.batch_size, train.shape[0])))
-            for norm, _ in norms:  # batch statistics over the global batch
-                norm.collective = collective
-            net.iterator_train__n_batches = (None if collective is None else
-                                             _steps_per_epoch(train.shape[0], self, collective))
+            n_batches = (None if collective is None else
+                         _steps_per_epoch(train.shape[0], self, collective))
             first = len(net.history)
             if run is not None:
                 last = run["last"]
             else:
                 last = first + (self._epochs(train.shape[0], collective)
                                 if epochs is None else epochs)
-            # Plain attributes: skorch's set_params would re-initialise the net.
+            # Set after the collectives above: a failed one leaves no process group in
+            # the model (it would not pickle). Reset when training ends, below.
+            net.collective = collective
+            for norm, _ in norms:  # batch statistics over the global batch
+                norm.collective = collective
+            net.iterator_train__n_batches = n_batches
+            # Plain attributes: skorch's set_params would re-initialise the net. A warm
+            # fit takes the estimator's current batch size and sampling too.
             net.max_epochs = last - first
+            net.batch_size = self.batch_size
+            net.iterator_train__sampling = self.batch_sampling
             net.iterator_train__seed = seed
             net.iterator_train__first_epoch = first
             net.train_split = None if valid is None else predefined_split(CSRDataset(valid))
@@ -190,7 +194,6 @@ class NeuralTopicModel(BaseTopicModel):
                 finally:
                     net.train_split = None  # keeps validation data out of pickles
                     net.collective = None
-                    net.global_batch_size = None
                     for norm, _ in norms:
                         norm.collective = None
                     monitor.prepare(None, None, None, None)

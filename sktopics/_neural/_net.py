@@ -50,8 +50,6 @@ class TopicNet(NeuralNet):
 
     #: The process group of a data-parallel fit, or None.
     collective = None
-    #: Documents in a step's batches over all the ranks (data-parallel).
-    global_batch_size = None
 
     #: Records and replays training steps where :func:`~._graphs.use_graphs` allows.
     graph_backend = CUDAGraphBackend
@@ -98,11 +96,12 @@ class TopicNet(NeuralNet):
         Xi, yi = unpack_data(batch)
         y_pred = self.infer(Xi, **fit_params)
         loss = self.get_loss(y_pred, yi, X=Xi, training=True)
-        # The global batch's mean loss is the sum of the ranks' means, each weighed by
-        # its rank's share of the global batch: that sum's gradient, through the
-        # synchronised batch-norm statistics too, is the sum of the ranks' gradients.
-        (loss * (len(Xi) / self.global_batch_size)).backward()
-        sum_gradients(self.module_, collective)
+        # Each rank's summed loss: their sum is the global batch's, whose gradient
+        # (through the synchronised batch-norm statistics too) is the sum of the
+        # ranks' gradients; divided by the global batch's documents, the mean's (the
+        # free-bits floor, where set, is each rank's own batch's).
+        (loss * len(Xi)).backward()
+        sum_gradients(self.module_, collective, len(Xi))
         return {"loss": loss, "y_pred": y_pred}
 
     def infer(self, x, **fit_params):
@@ -157,26 +156,31 @@ class TopicNet(NeuralNet):
         return state
 
 
-def sum_gradients(module, collective):
-    """Sum every parameter's gradient over the ranks, in place.
+def sum_gradients(module, collective, n_documents):
+    """Make every rank's gradients the sum of the ranks' divided by their documents
+    ``n_documents`` summed, in place (one all-reduce).
 
     A parameter without a gradient on some rank (unused by its forward pass) counts
-    as zero there and gets the sum on every rank; one without a gradient on every
-    rank keeps none, as in one process.
+    as zero there and gets the result on every rank; one without a gradient on every
+    rank keeps none, as in one process. Only a rank that lacks a gradient reads the
+    others' flags back to the host.
     """
     params = [p for p in module.parameters() if p.requires_grad]
     grads = [p.grad if p.grad is not None else torch.zeros_like(p) for p in params]
-    flags = torch.tensor([float(p.grad is not None) for p in params],
+    flags = torch.tensor([float(p.grad is not None) for p in params] + [float(n_documents)],
                          dtype=grads[0].dtype, device=grads[0].device)
     flat = collective.sum_(torch.cat([g.reshape(-1) for g in grads] + [flags]))
+    flat[:-len(flags)] /= flat[-1]
+    lacking = [p.grad is None for p in params]
+    if any(lacking):
+        used = (flat[-len(flags):-1] > 0).tolist()
     offset = 0
-    for p, has_gradient in zip(params, (flat[-len(params):] > 0).tolist()):
-        if has_gradient:
-            value = flat[offset:offset + p.numel()].view_as(p)
-            if p.grad is None:
-                p.grad = value.clone()
-            else:
-                p.grad.copy_(value)
+    for i, p in enumerate(params):
+        value = flat[offset:offset + p.numel()].view_as(p)
+        if not lacking[i]:
+            p.grad.copy_(value)
+        elif used[i]:
+            p.grad = value.clone()
         offset += p.numel()
 
 

@@ -21,9 +21,9 @@ def measure_batch_norms(module, batches, generator, collective=None):
     """Set every batch norm's running statistics to those of the documents ``batches()``
     yields (summed over the ranks of ``collective``), and freeze them.
 
-    The encoder's norms are measured first; the decoder's then see theta sampled from
-    the now-frozen encoder, as in training. Every rank makes the same collectives
-    whatever its number of batches.
+    The encoder's norms are measured first (a pass through the encoder alone); the
+    decoder's then see theta sampled from the now-frozen encoder, as in training.
+    Every rank makes the same collectives whatever its number of batches.
     """
     for part in (module.encoder, module.decoder):
         norms = [m for m in part.modules() if isinstance(m, TFBatchNorm)]
@@ -33,7 +33,10 @@ def measure_batch_norms(module, batches, generator, collective=None):
             norm.start_accumulating()
         with torch.no_grad():
             for batch in batches():
-                module(batch, generator=generator)
+                if part is module.encoder:
+                    module.encoder(batch)
+                else:
+                    module(batch, generator=generator)
         for norm in norms:
             if collective is not None:
                 _sum_accumulator(norm, collective)
@@ -44,14 +47,22 @@ def measure_batch_norms(module, batches, generator, collective=None):
 def whole_set_statistics(module, batches, generator, collective):
     """Inside the block the batch norms normalise with the statistics of the documents
     ``batches()`` yields on every rank; afterwards their running averages and modes
-    are as they were."""
+    are as they were.
+
+    With ``generator=None`` the measuring passes draw from torch's global random
+    streams, which are then put back: passes over the same batches inside the block
+    draw the same noise, so the decoder's statistics are those of the theta the
+    block's passes use, as in one process where one pass does both.
+    """
     norms = [m for m in module.modules() if isinstance(m, TFBatchNorm)]
     saved = [(n.running_mean.clone(), n.running_var.clone(), n.use_running_stats)
              for n in norms]
     training = module.training
     module.eval()
+    device = next(module.parameters()).device
     try:
-        measure_batch_norms(module, batches, generator, collective)
+        with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
+            measure_batch_norms(module, batches, generator, collective)
         yield
     finally:
         for norm, (mean, var, frozen) in zip(norms, saved):

@@ -12,6 +12,7 @@ import contextvars
 import hashlib
 from datetime import timedelta
 
+import joblib
 import numpy as np
 import torch
 
@@ -200,15 +201,20 @@ def agree_on_parameters(estimator, collective):
               if name not in RANK_LOCAL_PARAMETERS}
     collective.same_everywhere("The estimator (class and parameter names)",
                                (type(estimator).__name__, sorted(params)))
-    digests = [_digest(params[name]) for name in sorted(params)]
-    found = collective.gather(digests)
-    differ = sorted({name for rank in found for name, a, b in zip(sorted(params), rank, found[0])
-                     if a != b})
+    names = sorted(params)
+    found = collective.gather([_digest(params[name], exact=True) for name in names])
+    differ = {}
+    for rank, digests in enumerate(found):
+        for name, digest, first in zip(names, digests, found[0]):
+            if digest != first:
+                differ.setdefault(name, []).append(str(rank))
     if differ:  # every rank sees the same digests: all raise the same error
-        raise ValueError("Data-parallel input refused: the parameters "
-                         f"{', '.join(differ)} differ between the ranks; every rank must fit "
-                         "the same model (only n_jobs, verbose, device, callbacks, "
-                         "random_state and batch_size may differ).")
+        which = "; ".join(f"{name} on rank{'s' * (len(ranks) > 1)} {', '.join(ranks)}"
+                          for name, ranks in differ.items())
+        raise ValueError(
+            f"Data-parallel input refused: parameters differ from rank 0's ({which}); every "
+            "rank must fit the same model (only "
+            f"{', '.join(sorted(RANK_LOCAL_PARAMETERS))} may differ).")
 
 
 def nccl_device_problem(backend, device, current_index=None):
@@ -226,8 +232,11 @@ def nccl_device_problem(backend, device, current_index=None):
     return None
 
 
-def _digest(value):
-    return int(hashlib.blake2b(repr(value).encode(), digest_size=7).hexdigest(), 16)
+def _digest(value, exact=False):
+    """A 56-bit digest of ``value``: of its ``repr``, or ``exact``ly of its contents
+    (joblib's hash: arrays bit for bit, whatever numpy prints)."""
+    text = joblib.hash(value) if exact else repr(value)
+    return int(hashlib.blake2b(text.encode(), digest_size=7).hexdigest(), 16)
 
 
 class _SumOverRanks(torch.autograd.Function):
