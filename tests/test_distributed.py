@@ -88,6 +88,9 @@ def _partial_fit(rank):
 
 def _misuse(rank):
     found = {}
+    fitted = LDAGibbs(**{**GIBBS, "max_iter": 2, "warm_start": True})
+    if rank == 0:  # a model fitted before (in this process alone) on rank 0 only
+        fitted.fit(SHARES[0])
     cases = {
         "vocabulary": SHARES[rank][:, :40 - rank],
         "no documents": SHARES[rank][: 10 * (1 - rank)],
@@ -106,6 +109,14 @@ def _misuse(rank):
             LDAGibbs(**{**GIBBS, "n_components": 4 + rank, "n_jobs": 1 + rank}).fit(SHARES[rank])
         except ValueError as exc:
             found["parameters"] = str(exc)
+        try:  # an invalid value on one rank
+            LDAGibbs(**{**GIBBS, "max_iter": 2 - 3 * rank}).fit(SHARES[rank])
+        except ValueError as exc:
+            found["invalid"] = str(exc)
+        try:
+            fitted.fit(SHARES[rank])
+        except ValueError as exc:
+            found["warm"] = str(exc)
         # the group still works after the refusals
         found["after"] = LDAGibbs(**{**GIBBS, "max_iter": 2}).fit(SHARES[rank]).n_iter_
     return found
@@ -234,9 +245,9 @@ def _neural_faults(rank):
 #: and 250 documents: each rank's batch is its whole share, the global batch the corpus.
 UNEVEN_SHARES = [NEURAL_TRAIN[:350], NEURAL_TRAIN[350:] * 3]
 UNEVEN = sp.vstack(UNEVEN_SHARES).tocsr()
-#: ProdLDA without dropout, and without free bits, whose floor applies to each rank's
-#: own batch.
-NOISELESS = dict(n_components=4, dropout=0.0, free_bits=0.0, device="cpu", random_state=0)
+#: ProdLDA without dropout, with a free-bits floor that some dimensions of the first
+#: step fall below (in the global batch and, differently, in a rank's).
+NOISELESS = dict(n_components=4, dropout=0.0, free_bits=1.0, device="cpu", random_state=0)
 
 
 @contextlib.contextmanager
@@ -424,12 +435,15 @@ def test_misuse_gets_the_same_clear_error_on_every_rank(core):
         # different models are refused, naming what differs where; threads may differ
         assert "n_components on rank 1" in found["parameters"]
         assert "n_jobs on" not in found["parameters"]
+        assert "rank 1" in found["invalid"] and "max_iter" in found["invalid"]
+        assert "rank 1" in found["warm"] and "fitted" in found["warm"]
         assert "rank 1" in found["vocabulary"] and "vocabulary" in found["vocabulary"]
         assert "rank 1" in found["no documents"] and "sample" in found["no documents"]
         assert "sequential" in found["sequential"]
         assert found["after"] == 2
     assert results[0]["vocabulary"] == results[1]["vocabulary"]
-    assert results[0]["parameters"] == results[1]["parameters"]
+    for case in ("parameters", "invalid", "warm"):
+        assert results[0][case] == results[1][case]
 
 
 def test_score_is_the_one_process_score_of_the_concatenated_documents(core):

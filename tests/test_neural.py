@@ -599,8 +599,11 @@ def test_whole_set_statistics_puts_the_batch_norms_back(corpus):
     before = [(n.running_mean.clone(), n.running_var.clone(), n.use_running_stats)
               for n in norms]
     for raise_inside in (False, True):
+        random_state = torch.get_rng_state()
         with contextlib.suppress(RuntimeError):
             with whole_set_statistics(module, lambda: model._batches(corpus[:50]), None, None):
+                # the measuring passes' noise is drawn again by the passes inside
+                assert torch.equal(torch.get_rng_state(), random_state)
                 encoder = module.encoder.mu_bn
                 assert encoder.use_running_stats and not module.training
                 assert not torch.equal(encoder.running_mean, before[norms.index(encoder)][0])
@@ -610,6 +613,14 @@ def test_whole_set_statistics_puts_the_batch_norms_back(corpus):
         for norm, (mean, var, frozen) in zip(norms, before):
             assert torch.equal(norm.running_mean, mean) and torch.equal(norm.running_var, var)
             assert norm.use_running_stats == frozen and norm._accumulator is None
+
+
+def test_a_warm_fit_takes_the_current_batch_size(corpus):
+    model = ProdLDA(4, random_state=0, **{**FAST, "max_iter": 1, "batch_size": 50})
+    model.fit(corpus)
+    steps = model.net_.history[-1, "train_batch_count"]
+    model.set_params(warm_start=True, batch_size=25).fit(corpus)
+    assert model.net_.history[-1, "train_batch_count"] == 2 * steps
 
 
 class _OtherRankSums:

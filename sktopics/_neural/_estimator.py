@@ -174,6 +174,7 @@ class NeuralTopicModel(BaseTopicModel):
             # Set after the collectives above: a failed one leaves no process group in
             # the model (it would not pickle). Reset when training ends, below.
             net.collective = collective
+            net.module_.collective = collective  # the free-bits floor's global batch
             for norm, _ in norms:  # batch statistics over the global batch
                 norm.collective = collective
             net.iterator_train__n_batches = n_batches
@@ -194,6 +195,7 @@ class NeuralTopicModel(BaseTopicModel):
                 finally:
                     net.train_split = None  # keeps validation data out of pickles
                     net.collective = None
+                    net.module_.collective = None
                     for norm, _ in norms:
                         norm.collective = None
                     monitor.prepare(None, None, None, None)

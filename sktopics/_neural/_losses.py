@@ -105,21 +105,28 @@ def product_of_experts_nll(z, norm, background, x):
     return _ProductOfExpertsNLL.apply(z, norm.bias + background, x, norm)
 
 
-def gaussian_kl(mu, logvar, prior_mean, prior_var, free_nats=0.0):
+def gaussian_kl(mu, logvar, prior_mean, prior_var, free_nats=0.0, collective=None):
     """KL(N(mu, diag exp(logvar)) || N(prior_mean, diag prior_var)) per document.
 
     With ``free_nats > 0`` ("free bits", Kingma et al. 2016), a latent dimension
     whose KL averaged over the batch is below ``free_nats`` counts ``free_nats`` for
     every document, a constant with no gradient: averaged over the batch, the term
     is ``sum_k max(free_nats, mean_batch KL_k)``. When no dimension is below the
-    floor the value is the KL itself, bit for bit.
+    floor the value is the KL itself, bit for bit. With a ``collective`` (a
+    data-parallel fit) the batch is every rank's batch together.
     """
     var_ratio = torch.exp(logvar) / prior_var
     mean_term = (prior_mean - mu) ** 2 / prior_var
     twice = var_ratio + mean_term - 1.0 - logvar + torch.log(prior_var)  # (batch, K)
     if free_nats > 0:
         floor = 2.0 * float(free_nats)
-        twice = torch.where(twice.mean(0) < floor, floor, twice)  # no host copy: graph-safe
+        if collective is not None and collective.world_size > 1:
+            local = torch.cat([twice.detach().sum(0), twice.new_full((1,), twice.shape[0])])
+            total = collective.sum_(local.double())
+            batch_mean = (total[:-1] / total[-1]).to(twice.dtype)
+        else:
+            batch_mean = twice.mean(0)
+        twice = torch.where(batch_mean < floor, floor, twice)  # no host copy: graph-safe
     return 0.5 * twice.sum(-1)
 
 

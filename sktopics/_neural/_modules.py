@@ -52,7 +52,8 @@ class TFBatchNorm(nn.Module):
 
     In a data-parallel fit the estimator sets ``collective``: training batches are
     then normalised with the statistics of every rank's batch together (the global
-    batch), as ``SyncBatchNorm`` does.
+    batch), as ``SyncBatchNorm`` does; validation batches with those of every rank's
+    validation documents (set up by :mod:`._norm_statistics` before each validation).
     """
 
     #: The process group of a data-parallel fit, or None.
@@ -245,6 +246,9 @@ class TopicVAE(nn.Module):
 
     #: Nats of KL per latent dimension left free in training (0: the ELBO itself).
     free_bits = 0.0
+    #: The process group of a data-parallel fit (the free-bits floor reads every
+    #: rank's batch), or None.
+    collective = None
 
     def __init__(self, encoder, decoder, prior_mean, prior_var, theta_dropout,
                  shared_noise=False):
@@ -260,7 +264,8 @@ class TopicVAE(nn.Module):
         """Per-document negative ELBO (with free bits in training)."""
         reconstruction, mu, logvar = y_pred
         free = self.free_bits if self.training else 0.0
-        return reconstruction + gaussian_kl(mu, logvar, self.prior_mean, self.prior_var, free)
+        return reconstruction + gaussian_kl(mu, logvar, self.prior_mean, self.prior_var, free,
+                                            self.collective)
 
     def sample_h(self, mu, logvar, generator=None):
         if generator is None and not (self.shared_noise and self.training):

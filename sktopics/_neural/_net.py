@@ -42,10 +42,10 @@ class TopicNet(NeuralNet):
       estimator moves them to a device the loading machine has;
     * data-parallel (``collective`` set by the estimator for a fit inside
       :func:`sktopics.distributed.data_parallel`), each step's gradient is that of the
-      global batch's mean loss (the ranks' gradients summed, each rank's loss weighed
-      by its share of the global batch) before the optimiser moves, as
-      ``DistributedDataParallel`` does, and validation normalises with every rank's
-      validation documents.
+      global batch's mean loss (the ranks' summed losses' gradients summed, then
+      divided by the global batch's documents; ``DistributedDataParallel`` averages
+      the ranks' means instead, the same for equal batches) before the optimiser
+      moves, and validation normalises with every rank's validation documents.
     """
 
     #: The process group of a data-parallel fit, or None.

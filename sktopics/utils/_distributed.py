@@ -222,7 +222,7 @@ def nccl_device_problem(backend, device, current_index=None):
     (``None``: nothing). NCCL communicates on each process's current CUDA device
     (``current_index``, default ``torch.cuda.current_device()``): a model on another
     GPU of the process would make every exchange copy across GPUs or fail."""
-    if backend != "nccl" or device.type != "cuda":
+    if "nccl" not in backend or device.type != "cuda":  # "cuda:nccl,cpu:gloo" too
         return None  # gloo takes any device; NCCL copies host tensors to the GPU
     current = torch.cuda.current_device() if current_index is None else current_index
     if device.index is not None and device.index != current:
