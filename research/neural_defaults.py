@@ -111,8 +111,8 @@ class FloorCounter:
     def __init__(self):
         self.steps = self.floored = 0
 
-    def __call__(self, mu, logvar, prior_mean, prior_var, free_nats=0.0):
-        value = gaussian_kl(mu, logvar, prior_mean, prior_var, free_nats)
+    def __call__(self, mu, logvar, prior_mean, prior_var, free_nats=0.0, collective=None):
+        value = gaussian_kl(mu, logvar, prior_mean, prior_var, free_nats, collective)
         if free_nats > 0:
             self.steps += 1
             self.floored += not torch.equal(

@@ -38,8 +38,8 @@ import numpy as np
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))  # _common, bench_pam
-from _common import machine, markdown_table, write_results
-from bench_pam import coherence, load, tomotopy_add_docs, tomotopy_topic_word
+from _common import load_pam_corpus, machine, markdown_table, write_results
+from bench_pam import quality, tomotopy_add_docs, tomotopy_topic_word
 
 import sktopics._neural._pam_modules as pam_modules
 from sktopics import PAMVI
@@ -50,6 +50,18 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _tiny import TINY, results_dir  # noqa: E402
 
 _decoder_init = pam_modules.GainMixtureDecoder.__init__
+
+
+def coherence(topic_word, X_test):
+    """NPMI of the top 10 words on the test split, epsilon and zero conventions."""
+    found = quality(topic_word, X_test)
+    return found["npmi_eps"], found["npmi_zero"]
+
+
+def load(name):
+    """Training counts, test counts and the vocabulary of ``name``."""
+    train, _, X, X_test = load_pam_corpus(name)
+    return X, X_test, list(train.feature_names)
 
 
 def decoder_at(topic_word, frozen):
