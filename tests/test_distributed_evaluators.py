@@ -18,6 +18,8 @@ import scipy.sparse as sp
 import torch
 import torch.distributed as dist
 from numpy.testing import assert_allclose, assert_array_equal
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import FunctionTransformer
 
 from sktopics import LDAGibbs, ProdLDA
 from sktopics.datasets import make_lda_corpus
@@ -106,12 +108,25 @@ def _scenario(rank, models):
                 left_to_right_log_likelihood(model, counts, n_particles=2)
             except ValueError as exc:
                 found[case] = str(exc)
+        # a pipeline whose leading step fails on rank 1 only, inside a scorer
+        pipe = make_pipeline(FunctionTransformer(_fails_on_rank_one, kw_args={"rank": rank}),
+                             models["a"])
+        try:
+            scorer(pipe, share)
+        except ValueError as exc:
+            found["pipeline"] = str(exc)
         printed = io.StringIO()
         with contextlib.redirect_stdout(printed):  # the group still works after refusals
             found["after"] = importance_sampling_log_likelihood(models["a"], share,
                                                                 n_samples=4, verbose=1)
         found["printed"] = printed.getvalue()
     return found
+
+
+def _fails_on_rank_one(X, rank):
+    if rank == 1:
+        raise RuntimeError("this rank's transformer broke")
+    return X
 
 
 def _worker(rank, world_size, folder, models):
@@ -231,6 +246,9 @@ def test_one_ranks_bad_input_raises_the_same_error_on_every_rank(ranks):
     assert "rank 0" not in ranks[0]["n_features"]
     assert ranks[0]["model"] == ranks[1]["model"]
     assert "rank 1" in ranks[0]["model"] and "model" in ranks[0]["model"]
+    # a scorer's pipeline whose leading step fails on one rank: the same error on both
+    assert ranks[0]["pipeline"] == ranks[1]["pipeline"]
+    assert "rank 1" in ranks[0]["pipeline"] and "transformer broke" in ranks[0]["pipeline"]
     # the ranks still agree on what comes next
     assert ranks[0]["after"].per_document.shape == ranks[1]["after"].per_document.shape == (22,)
 

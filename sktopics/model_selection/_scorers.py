@@ -41,7 +41,7 @@ import warnings
 import numpy as np
 
 from ..utils._cv_results import LIKELIHOOD_METRICS
-from ..utils._distributed import on_rank_zero
+from ..utils._distributed import current_collective, on_rank_zero
 from ..utils._pipeline import final_estimator, split_pipeline
 from ..utils._sklearn_compat import (
     Interval,
@@ -83,6 +83,22 @@ def _check_keywords(function, kwargs, caller):
                                    kwargs, caller_name=caller)
 
 
+def _agreed_split(estimator, X):
+    """:func:`split_pipeline`; inside ``data_parallel`` a rank whose leading steps fail
+    has every rank raise the same ``ValueError`` instead of leaving the others waiting
+    in the evaluation's first exchange."""
+    collective = current_collective()
+    if collective is None:
+        return split_pipeline(estimator, X)
+    split, problem = None, None
+    try:
+        split = split_pipeline(estimator, X)
+    except Exception as exc:  # noqa: BLE001 - agreed on, then raised on every rank
+        problem = f"the pipeline's leading steps failed: {type(exc).__name__}: {exc}"
+    collective.agree(problem)
+    return split
+
+
 class _HeldOutScorer:
     """A held-out likelihood scorer over one budget keyword (``budget``).
 
@@ -107,7 +123,7 @@ class _HeldOutScorer:
         self.max_name = max_name
 
     def __call__(self, estimator, X, y=None):
-        model, Xt = split_pipeline(estimator, X)
+        model, Xt = _agreed_split(estimator, X)
         return self._score(lambda **kw: self.function(model, Xt, **kw))
 
     def _run_with_check(self, run):
@@ -195,7 +211,7 @@ class _RatioScorer(_HeldOutScorer):
 
     def __call__(self, estimator, X, y=None):
         reference = final_estimator(self.reference)
-        model, Xt = split_pipeline(estimator, X)
+        model, Xt = _agreed_split(estimator, X)
 
         def run(**kwargs):
             with warnings.catch_warnings():  # a candidate may be the reference itself
@@ -219,7 +235,7 @@ class _CoherenceScorer:
     def __call__(self, estimator, X, y=None):
         from ..metrics import npmi_coherence
 
-        model, Xt = split_pipeline(estimator, X)
+        model, Xt = _agreed_split(estimator, X)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             result = npmi_coherence(model, Xt, top_n=self.top_n,
