@@ -99,7 +99,7 @@ class TopicNet(NeuralNet):
         # Each rank's summed loss: their sum is the global batch's, whose gradient
         # (through the synchronised batch-norm statistics too) is the sum of the
         # ranks' gradients; divided by the global batch's documents, the mean's (the
-        # free-bits floor, where set, is each rank's own batch's).
+        # free-bits floor, where set, reads the global batch too).
         (loss * len(Xi)).backward()
         sum_gradients(self.module_, collective, len(Xi))
         return {"loss": loss, "y_pred": y_pred}
