@@ -27,7 +27,7 @@ from sktopics import AVITM, PAMVI, LDAGibbs, MoLDA, ProdLDA
 from sktopics.datasets import make_lda_corpus
 from sktopics.distributed import data_parallel
 
-from ._ranks import run_ranks
+from ._ranks import gloo_rank, run_ranks
 
 pytestmark = pytest.mark.skipif(not dist.is_available() or not dist.is_gloo_available(),
                                 reason="needs torch.distributed with gloo")
@@ -41,27 +41,11 @@ GIBBS = dict(n_components=4, max_iter=30, burn_in=5, n_kept_samples=3, sample_in
              random_state=0)
 
 
-def _worker(rank, world_size, folder, scenario):
-    torch.set_num_threads(1)
-    dist.init_process_group("gloo", init_method=f"file://{folder}/store", rank=rank,
-                            world_size=world_size)
-    try:
-        out = SCENARIOS[scenario](rank)
-    except Exception as exc:  # noqa: BLE001 - reported to the test
-        out = exc
-    with open(os.path.join(folder, f"rank{rank}.pkl"), "wb") as f:
-        pickle.dump(out, f)
-    dist.destroy_process_group()
-
-
 @pytest.fixture(scope="module")
 def core(tmp_path_factory):
-    return _spawn(tmp_path_factory.mktemp("core"), "core")
+    return run_ranks(_core, tmp_path_factory.mktemp("core"))
 
 
-def _spawn(tmp_path, scenario, world_size=2, deadline=600):
-    """Run a scenario on every rank; a rank that hangs fails the test instead of CI."""
-    return run_ranks(_worker, tmp_path, scenario, world_size=world_size, deadline=deadline)
 
 
 # --------------------------------------------------------------------------- scenarios
@@ -390,7 +374,6 @@ def _core(rank):
             "unused_parameter": _unused_parameter(rank), "mh": _mh_conditional(rank)}
 
 
-SCENARIOS = {"core": _core, "rank_dies": _rank_dies}
 
 
 # --------------------------------------------------------------------------- tests
@@ -592,7 +575,7 @@ def test_one_ranks_problems_reach_every_rank(core):
 
 
 def test_a_rank_that_dies_does_not_hang_the_others(tmp_path):
-    context = mp.start_processes(_worker, args=(2, str(tmp_path), "rank_dies"), nprocs=2,
+    context = mp.start_processes(gloo_rank, args=(2, str(tmp_path), _rank_dies), nprocs=2,
                                  start_method="spawn", join=False)
     deadline = time.monotonic() + 120
     while not context.join(timeout=5) and time.monotonic() < deadline:

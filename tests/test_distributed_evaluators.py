@@ -8,14 +8,11 @@ must be the one this process gives on the shares concatenated in rank order.
 import contextlib
 import dataclasses
 import io
-import os
-import pickle
 import warnings
 
 import numpy as np
 import pytest
 import scipy.sparse as sp
-import torch
 import torch.distributed as dist
 from numpy.testing import assert_allclose, assert_array_equal
 from sklearn.pipeline import make_pipeline
@@ -129,19 +126,6 @@ def _fails_on_rank_one(X, rank):
     return X
 
 
-def _worker(rank, world_size, folder, models):
-    torch.set_num_threads(1)
-    dist.init_process_group("gloo", init_method=f"file://{folder}/store", rank=rank,
-                            world_size=world_size)
-    try:
-        out = _scenario(rank, models)
-    except Exception as exc:  # noqa: BLE001 - reported to the test
-        out = exc
-    with open(os.path.join(folder, f"rank{rank}.pkl"), "wb") as f:
-        pickle.dump(out, f)
-    dist.destroy_process_group()
-
-
 @pytest.fixture(scope="module")
 def models():
     return _models()
@@ -150,7 +134,7 @@ def models():
 @pytest.fixture(scope="module")
 def ranks(models, tmp_path_factory):
     """Every rank's findings; a rank that hangs fails the tests instead of CI."""
-    found = run_ranks(_worker, tmp_path_factory.mktemp("evaluators"), models)
+    found = run_ranks(_scenario, tmp_path_factory.mktemp("evaluators"), models)
     for result in found:
         if isinstance(result, Exception):
             raise result

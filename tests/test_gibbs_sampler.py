@@ -98,6 +98,11 @@ def _run_chain(sweep_fn, n_sweeps, seed):
     state = _tiny_state()
     state.z = random_init(state.corpus, K, seed)
     state.rebuild_counts()
+    return _chain(state, sweep_fn, n_sweeps)
+
+
+def _chain(state, sweep_fn, n_sweeps):
+    """Configuration counts and the per-token indicator trace of ``z == 0``."""
     counts = np.zeros(K ** state.corpus.n_tokens)
     marginal_trace = []
     for sweep in range(1, n_sweeps + 1):

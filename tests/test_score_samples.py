@@ -1,8 +1,6 @@
 """``score_samples``: the per-document held-out log-likelihood behind ``score``."""
 
 import itertools
-import os
-import pickle
 import warnings
 
 import numpy as np
@@ -239,32 +237,22 @@ def test_n_jobs_sets_the_threads_inside(model, two_threads, monkeypatch):
 SHARES = [X_TEST[:8], _without_rows(X_TEST[8:], [4])]
 
 
-def _worker(rank, world_size, folder, models):
-    import torch.distributed as dist
-
+def _scenario(rank, models):
     from sktopics.distributed import data_parallel
 
-    torch.set_num_threads(1)
-    dist.init_process_group("gloo", init_method=f"file://{folder}/store", rank=rank,
-                            world_size=world_size)
     found = {}
-    try:
-        with data_parallel():
-            for name, model in models.items():
-                found[name] = (model.score_samples(SHARES[rank]), model.score(SHARES[rank]))
-            lda = models["LDAGibbs"]
-            # a rank without tokens: its values are 0, the score is the other rank's
-            share = SHARES[0] if rank == 0 else sp.csr_matrix((3, X.shape[1]))
-            found["no tokens"] = (lda.score_samples(share), lda.score(share))
-            try:
-                lda.score_samples(SHARES[rank][:, : X.shape[1] - rank])
-            except ValueError as exc:
-                found["n_features"] = str(exc)
-    except Exception as exc:  # noqa: BLE001 - reported to the test
-        found = exc
-    with open(os.path.join(folder, f"rank{rank}.pkl"), "wb") as f:
-        pickle.dump(found, f)
-    dist.destroy_process_group()
+    with data_parallel():
+        for name, model in models.items():
+            found[name] = (model.score_samples(SHARES[rank]), model.score(SHARES[rank]))
+        lda = models["LDAGibbs"]
+        # a rank without tokens: its values are 0, the score is the other rank's
+        share = SHARES[0] if rank == 0 else sp.csr_matrix((3, X.shape[1]))
+        found["no tokens"] = (lda.score_samples(share), lda.score(share))
+        try:
+            lda.score_samples(SHARES[rank][:, : X.shape[1] - rank])
+        except ValueError as exc:
+            found["n_features"] = str(exc)
+    return found
 
 
 def test_data_parallel_values_are_the_ranks_rows_of_the_whole(tmp_path):
@@ -276,7 +264,7 @@ def test_data_parallel_values_are_the_ranks_rows_of_the_whole(tmp_path):
         pytest.skip("the gloo ranks run on the CPU")
     # one left-to-right filter, one encoder-based importance sampler
     models = {"LDAGibbs": _fast(LDAGibbs).fit(X_TRAIN), "ProdLDA": _fast(ProdLDA).fit(X_TRAIN)}
-    results = run_ranks(_worker, tmp_path, models, deadline=300)
+    results = run_ranks(_scenario, tmp_path, models, deadline=300)
     for found in results:
         assert not isinstance(found, Exception), found
     whole = sp.vstack(SHARES).tocsr()

@@ -26,8 +26,8 @@ from .test_gibbs_sampler import (
     X_TINY,
     K,
     _batch_means_se,
+    _chain,
     _conditional,
-    _config_index,
     _exact_posterior,
 )
 
@@ -35,18 +35,6 @@ from .test_gibbs_sampler import (
 @pytest.fixture(autouse=True)
 def _no_earlier_failure(monkeypatch):
     monkeypatch.setattr(_jit, "_failure", [])
-
-
-def _chain(state, sweep_fn, n_sweeps):
-    """Configuration counts and the per-token indicator trace of ``z == 0``."""
-    counts = np.zeros(K ** state.corpus.n_tokens)
-    trace = []
-    for sweep in range(1, n_sweeps + 1):
-        sweep_fn(state, sweep)
-        z = state.z.numpy()
-        counts[_config_index(z)] += 1
-        trace.append(z == 0)
-    return counts, np.array(trace, dtype=np.float64)
 
 
 def _start(seed, background=None):
