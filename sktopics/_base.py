@@ -38,6 +38,15 @@ def _warn_empty_documents(X, owner):
             EmptyDocumentWarning)
 
 
+def _agree_on_warm(warm):
+    """Data-parallel, the ranks continue a fitted model (``warm_start``, a later
+    ``partial_fit``) together or not at all: the two paths make different exchanges."""
+    collective = current_collective()
+    if collective is not None:
+        collective.same_everywhere("Whether the model was fitted before (warm_start=True, "
+                                   "or earlier partial_fit calls)", warm)
+
+
 class BaseTopicModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     """Base class of the sktopics estimators.
 
@@ -90,6 +99,7 @@ class BaseTopicModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEsti
             The fitted estimator.
         """
         warm = bool(getattr(self, "warm_start", False)) and self._is_fitted()
+        _agree_on_warm(warm)
         return self._train(X, warm)
 
     def partial_fit(self, X, y=None):
@@ -112,10 +122,7 @@ class BaseTopicModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEsti
             The updated estimator.
         """
         warm = self._is_fitted()
-        collective = current_collective()
-        if collective is not None:  # the ranks take the same path through the fit
-            collective.same_everywhere("Whether the model was fitted before (partial_fit "
-                                       "after fit or earlier partial_fit calls)", warm)
+        _agree_on_warm(warm)
         if not warm:
             self._validate_params()
         return self._train(X, warm, online=True)
@@ -144,9 +151,6 @@ class BaseTopicModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEsti
         before = dict(self.__dict__)
         name = type(self).__name__
         collective = current_collective()
-        if collective is not None and not online:
-            collective.same_everywhere("Whether fit continues a fitted model (warm_start)",
-                                       warm)
         try:
             X = self._checked_training_counts(X, warm, collective)
             if not online:
