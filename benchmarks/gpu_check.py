@@ -19,7 +19,11 @@ One command, about 10 minutes at most::
    * LDAGibbs steady-state tokens/s on 20 Newsgroups (AVITM's training set tiled 16
      times, 15.9 M tokens) at K = 50 (parallel sweep) and K = 1024 (parallel sweep,
      which ``algorithm="auto"`` uses on a GPU, and Metropolis-Hastings for
-     comparison); goals: >= 2 G tokens/s at K = 50, >= 1.5 G at K = 1024;
+     comparison); goals: >= 2 G tokens/s at K = 50, >= 1.5 G at K = 1024. Timed on
+     the sampler's own state after 50 sweeps: five blocks of 50 sweeps, each
+     bracketed by CUDA events (median and range), checked against the same sweeps
+     inside pairs of fits, the profiler's kernel time and the memory-traffic floor
+     over the copy bandwidth measured in the run (``_sweep_timing.py``);
    * ProdLDA, 100 epochs of 20 Newsgroups, K = 50, batch 200, with the settings of
      the plain torch loop of ``_plain_vae.py`` (the original ProdLDA code's), and
      that plain loop with the same settings on the same device in the same run;
@@ -33,6 +37,11 @@ One command, about 10 minutes at most::
    The report says, for each benchmark, whether its step ran (``ran``, ``failed``,
    ``timed out``) and, separately, whether each goal is met or missed, computed from
    the measured numbers.
+
+Every process the kit starts (the suite, whose tests start processes of their own,
+and each benchmark) finds the package of this checkout on ``PYTHONPATH``, installed
+or not. The commit measured is ``$SKTOPICS_COMMIT`` when set (a copy of the tree
+without its own git metadata should set it), else git's ``HEAD``.
 
 Results: ``gpu_check.json``, ``gpu_check.md`` (the whole report) and ``gpu_check.rst``
 (the benchmarks against their goals, the table the documentation includes; both
@@ -72,6 +81,14 @@ from _common import (  # noqa: E402
     markdown_to_rst,
     write_report,
 )
+from _sweep_timing import (  # noqa: E402
+    copy_bandwidth,
+    fit_pairs,
+    profile_sweeps,
+    sweeper,
+    time_sweeps,
+    traffic_floor_bytes,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -79,7 +96,7 @@ ROOT = Path(__file__).resolve().parents[1]
 #: so that a slow step is reported rather than holding up the others; with the
 #: suite's limit the whole kit stays near 10 minutes.
 BENCHMARKS = [
-    ("gibbs", 90, ">= 2 G tokens/s at K = 50, >= 1.5 G at K = 1024"),
+    ("gibbs", 240, ">= 2 G tokens/s at K = 50, >= 1.5 G at K = 1024"),
     ("prodlda", 120, "100 epochs <= 5 s"),
     ("pamvi", 120, "default fit of 50 / 100 <= 20 s"),
     ("ais", 90, "1,000 temperatures <= 10 s"),
@@ -119,40 +136,63 @@ def _20news(data_home, subset):
 
 
 def bench_gibbs(data_home, device, smoke, save):
-    """Steady-state sweeps: (fit of burn-in + M sweeps) minus (fit of burn-in sweeps)."""
+    """Steady-state sweeps on the sampler's own state: a burn-in, then blocks of sweeps
+    timed by CUDA events, repeated (median and range); the same sweeps inside pairs of
+    fits (both fits' times and their difference); the profiler's device time; the
+    memory-traffic floor over the measured copy bandwidth (``_sweep_timing``)."""
     import scipy.sparse as sp
+    import torch
 
     from sktopics import LDAGibbs
 
     train = _20news(data_home, "train")
     X = train[:500] if smoke else sp.vstack([train] * 16).tocsr()
     n_tokens = int(X.sum())
-    rows = []
-    settings = ((50, "parallel", 20, 100), (1024, "parallel", 5, 20), (1024, "mh", 10, 50))
-    for K, algorithm, burn, more in settings:
-        if smoke:
-            burn, more = 1, 2
+    plan = (dict(burn_in=2, timed=2, repeats=2) if smoke
+            else dict(burn_in=50, timed=50, repeats=5))
+    result = {"rows": [], "plan": plan}
+    on_gpu = torch.device(device).type == "cuda"
+    if on_gpu:  # the floor and the profiler's kernel times are a GPU's
+        props = torch.cuda.get_device_properties(device)
+        result.update(copy_bandwidth_bytes_per_s=copy_bandwidth(device),
+                      l2_cache_bytes=getattr(props, "L2_cache_size", None))
+    for K, algorithm, with_fits in ((50, "parallel", True), (1024, "parallel", True),
+                                    (1024, "mh", False)):
+        state, sweep = sweeper(X, K, algorithm, device)
+        sweeps = time_sweeps(sweep, device, **plan)
+        profile = profile_sweeps(sweep) if on_gpu else None
+        del state, sweep
+        if on_gpu:
+            torch.cuda.empty_cache()
+        median_s, fastest_s, slowest_s = (sweeps[f"{k}_ms"] / 1e3 for k in ("median", "min", "max"))
+        row = {"K": K, "algorithm": algorithm, "tokens": n_tokens, "sweep": sweeps,
+               "s_per_sweep": median_s, "tokens_per_s": n_tokens / median_s,
+               "tokens_per_s_range": [n_tokens / slowest_s, n_tokens / fastest_s],
+               "profile": profile}
+        if algorithm == "parallel" and on_gpu:
+            floor, table_bytes = traffic_floor_bytes(X, K)
+            floor_ms = 1e3 * floor / result["copy_bandwidth_bytes_per_s"]
+            l2 = result["l2_cache_bytes"]
+            binding = l2 is not None and table_bytes > 4 * l2  # else cache serves the rows
+            row.update(floor_ms=floor_ms, document_table_bytes=table_bytes,
+                       floor_binding=binding,
+                       below_floor=binding and sweeps["min_ms"] < floor_ms)
+        if with_fits:
+            def fit(n):
+                # One kept sample (the last state), no evaluations, no prior updates:
+                # the two fits differ by their sweeps only.
+                return LDAGibbs(K, algorithm=algorithm, max_iter=n, optimize_interval=None,
+                                n_kept_samples=1, evaluate_every=10**6, device=device,
+                                random_state=0).fit(X)
 
-        def fit(n):
-            # One kept sample (the last state) in both fits: the difference is sweeps only.
-            return LDAGibbs(K, algorithm=algorithm, max_iter=n, optimize_interval=None,
-                            n_kept_samples=1, evaluate_every=10**6, device=device,
-                            random_state=0).fit(X)
-
-        fit(2)  # warm-up
-        _, short = _timed(lambda: fit(burn))
-        model, long = _timed(lambda: fit(burn + more))
-        steady = (long - short) / more
-        rows.append({"K": K, "algorithm": algorithm, "tokens": n_tokens,
-                     "sweeps_timed": more, "s_per_sweep": steady,
-                     "tokens_per_s": n_tokens / steady,
-                     "fit_s": long, "log_lik_per_token": float(
-                         model.log_likelihood_trace_[-1] / n_tokens)})
-        save({"rows": rows})  # a row at a time: a time-out keeps the rows measured
+            row["fits"] = fit_pairs(fit, device, **plan)
+        result["rows"].append(row)
+        save(result)  # a row at a time: a time-out keeps the rows measured
     from sktopics._gibbs import _fused
 
     # A fused kernel that failed would have left the sweeps to the eager kernels.
-    return {"rows": rows, "fused_kernel_failures": list(_fused._failure)}
+    result["fused_kernel_failures"] = list(_fused._failure)
+    return result
 
 
 def _plain_loop_seconds(X, n_topics, epochs, device, seed=0):
@@ -358,17 +398,25 @@ def environment():
                     gpu_multiprocessors=props.multi_processor_count)
     # A copy of the tree without its git metadata (or with stale metadata) can name
     # its commit in SKTOPICS_COMMIT.
+    info["commit_from"] = "SKTOPICS_COMMIT" if os.environ.get("SKTOPICS_COMMIT") else "git"
     info["git_commit"] = (os.environ.get("SKTOPICS_COMMIT") or info.get("git_commit")
                           or "unknown")
     return info
+
+
+def child_environment(**extra):
+    """The environment of the kit's child processes: this checkout's package first on
+    ``PYTHONPATH``, so that it imports from any working directory, installed or not."""
+    path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
+    return {**os.environ, "PYTHONPATH": path, **extra}
 
 
 def run_suite(timeout, out_dir, data_home, paths=()):
     """The whole suite (or ``paths``) with the estimators on CUDA; a summary parsed from
     JUnit XML."""
     xml = out_dir / "gpu_suite.xml"
-    env = {**os.environ, "SKTOPICS_TEST_DEVICE": "auto", "SKTOPICS_DATA": str(data_home),
-           "PYTHONUNBUFFERED": "1"}
+    env = child_environment(SKTOPICS_TEST_DEVICE="auto", SKTOPICS_DATA=str(data_home),
+                            PYTHONUNBUFFERED="1")
     cmd = [sys.executable, "-m", "pytest", "-q", "-rfE", "-p", "no:cacheprovider",
            f"--junitxml={xml}", "-o", "junit_family=xunit1", "--durations=10", *paths]
     if importlib.util.find_spec("xdist") is not None:
@@ -414,7 +462,8 @@ def run_benchmark(name, limit, data_home, work_dir, smoke):
            "--child-out", str(out)] + (["--smoke"] if smoke else [])
     tic = time.perf_counter()
     try:
-        proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=limit)
+        proc = subprocess.run(cmd, cwd=ROOT, env=child_environment(), capture_output=True,
+                              text=True, timeout=limit)
         status = "ran" if proc.returncode == 0 else f"failed: {proc.stderr[-1500:]}"
     except subprocess.TimeoutExpired:
         status = f"timed out after {limit} s"
@@ -474,13 +523,8 @@ def report(results):
     lines += [markdown_table(table, ["benchmark", "what", "measured", "goal", "goal met",
                                      "step"]), "## Measurements", ""]
     gibbs = bench.get("gibbs", {})
-    rows = [{"K": r["K"], "sampler": r["algorithm"], "tokens": r["tokens"],
-             "s/sweep": r["s_per_sweep"], "M tokens/s": r["tokens_per_s"] / 1e6}
-            for r in gibbs.get("rows", [])]
     if gibbs:
-        lines += [f"LDAGibbs, steady state (step: {_step(gibbs)}):", ""]
-        if rows:
-            lines += [markdown_table(rows, list(rows[0]))]
+        lines += [f"LDAGibbs, steady state (step: {_step(gibbs)}):", ""] + gibbs_lines(gibbs)
     prodlda = bench.get("prodlda")
     if prodlda:
         text = (f"- ProdLDA, 20NG K = 50, batch 200, {prodlda.get('epochs', 100)} epochs "
@@ -535,6 +579,59 @@ def report(results):
     return "\n".join(lines) + "\n"
 
 
+def gibbs_lines(gibbs):
+    """The Gibbs measurements in words and a table: each sweep's median and range, and
+    the checks that come with it (fits, profiler, memory-traffic floor)."""
+    rows, notes = [], []
+    for r in gibbs.get("rows", []):
+        sweep = r.get("sweep")
+        if sweep is None:  # a result of the kit before sweeps were timed on their own
+            rows.append({"K": r["K"], "sampler": r["algorithm"], "ms/sweep": r["s_per_sweep"] * 1e3,
+                         "M tokens/s": r["tokens_per_s"] / 1e6})
+            continue
+        slow, fast = r["tokens_per_s_range"]
+        rows.append({
+            "K": r["K"], "sampler": r["algorithm"],
+            "ms/sweep (median, range)": f"{sweep['median_ms']:.2f} ({sweep['min_ms']:.2f}-"
+                                        f"{sweep['max_ms']:.2f})",
+            "M tokens/s": f"{r['tokens_per_s'] / 1e6:,.0f} ({slow / 1e6:,.0f}-{fast / 1e6:,.0f})",
+            "profiler ms/sweep": (f"{r['profile']['kernel_ms_per_sweep']:.2f}"
+                                  if r.get("profile") else ""),
+            "floor ms": (f"{r['floor_ms']:.2f}" + ("" if r["floor_binding"] else " (cached)")
+                         if "floor_ms" in r else ""),
+            "fits' difference ms/sweep": (f"{r['fits']['median_ms']:.2f} ({r['fits']['min_ms']:.2f}-"
+                                          f"{r['fits']['max_ms']:.2f})" if "fits" in r else ""),
+        })
+        if r.get("below_floor"):
+            notes.append(f"- K = {r['K']} ({r['algorithm']}): a block of sweeps took less than "
+                         "the memory-traffic floor: not a measurement.")
+        if "fits" in r:
+            fits = r["fits"]
+            notes.append(f"- K = {r['K']} ({r['algorithm']}) fits of {fits['burn_in']} and "
+                         f"{fits['burn_in'] + fits['sweeps_timed']} sweeps: "
+                         + ", ".join(f"{a:.2f} s / {b:.2f} s"
+                                     for a, b in zip(fits["short_fit_s"], fits["long_fit_s"])))
+    if not rows:
+        return []
+    first = gibbs["rows"][0].get("sweep")
+    head = []
+    if first:
+        head = [f"Sweeps timed on the sampler's own state after {first['burn_in']} sweeps: "
+                f"{first['repeats']} blocks of {first['sweeps_timed']} sweeps, each bracketed "
+                "by CUDA events on a GPU (median and range over the blocks). The fits' "
+                "difference is (fit of burn-in + timed sweeps - fit of burn-in sweeps) / "
+                "timed sweeps, each pair timed whole."]
+        if "copy_bandwidth_bytes_per_s" in gibbs:
+            head[0] += (" The profiler's column is the device time of a sweep's kernels; the "
+                        "floor is the bytes a sweep's draws move when no document row stays "
+                        "in cache, over the copy bandwidth measured in the same run ("
+                        f"{gibbs['copy_bandwidth_bytes_per_s'] / 1e12:.2f} TB/s), marked "
+                        "'cached' where the document-topic table is under four times the L2 "
+                        "cache (then it is no floor).")
+        head.append("")
+    return head + [markdown_table(rows, list(rows[0])), ""] + notes + ([""] if notes else [])
+
+
 def _rate(tokens_per_s):
     return (f"{tokens_per_s / 1e9:.2f} G" if tokens_per_s >= 1e9
             else f"{tokens_per_s / 1e6:.0f} M") + " tokens/s"
@@ -556,7 +653,9 @@ def table(results):
                   ""]
     lines += [f"Device: {device}, torch {env.get('torch')}; commit {commit}"
               + "".join(f", {name} at {c}" for name, c in others.items())
-              + ". One timing from one run of `benchmarks/gpu_check.py` each, after a warm-up.",
+              + ". From one run of `benchmarks/gpu_check.py`: LDAGibbs the median (and range) "
+              "of repeated blocks of sweeps after a burn-in, the others one timing each after "
+              "a warm-up.",
               ""]
     rows = []
 
@@ -581,8 +680,16 @@ def table(results):
             sweep = "parallel sweep" if algorithm == "parallel" else "Metropolis-Hastings"
             what = f"LDAGibbs, K = {K}, {sweep}" + (
                 f", {r['tokens'] / 1e6:.1f} M tokens" if r else "")
-            measured = (f"{_rate(r['tokens_per_s'])} ({r['s_per_sweep'] * 1e3:.1f} ms a sweep)"
-                        if r else not_run("gibbs"))
+            measured = not_run("gibbs")
+            if r and "tokens_per_s_range" in r:
+                slow, fast = r["tokens_per_s_range"]
+                measured = (f"{_rate(r['tokens_per_s'])}, median of {r['sweep']['repeats']} "
+                            f"({_rate(slow)} to {_rate(fast)}; "
+                            f"{r['s_per_sweep'] * 1e3:.1f} ms a sweep)")
+                if r.get("below_floor"):
+                    measured += "; below the memory-traffic floor: not a measurement"
+            elif r:
+                measured = f"{_rate(r['tokens_per_s'])} ({r['s_per_sweep'] * 1e3:.1f} ms a sweep)"
             goal = gibbs_goals.get(f"K = {K}, {sweep}")
             if goal:
                 add(what, measured, goal[1], goal[2], True)

@@ -1,14 +1,18 @@
 """Where a parallel Gibbs sweep's time goes on a GPU, by part, at several K.
 
 Builds the sampler's state for the 20 Newsgroups training set directly (as LDAGibbs
-does) and times, with CUDA synchronisation around each part and the median of
-``REPEATS`` repeats: the whole sweep (``parallel_sweep``), the frozen tables, the
-uniforms, the fused kernel's calls alone (the uniforms drawn beforehand), the recount,
-the kernel alone at other tile sizes and warp counts, and the sweep inside a fit (timed
-as the GPU kit times it, with a profile by operation). On the GPU kit's corpus
-(``COPIES=16`` stacked training sets); on a machine without CUDA it times the CPU's
-sweep instead, as a check of the script (``COPIES=1 REPEATS=2``, which
-``SKTOPICS_RESEARCH_TINY=1`` sets, with K = 50 alone unless K are given). Its results:
+does), runs ``BURN_IN`` sweeps, then times each part with the GPU kit's timer
+(``benchmarks/_sweep_timing.py``: blocks bracketed by CUDA events, median and range
+over ``REPEATS`` blocks): the whole sweep, the frozen tables, the uniforms, the fused
+kernel's calls alone (the uniforms drawn beforehand), the recount, and the kernel
+alone at other tile sizes and warp counts. Then the three figures the kit once gave
+for one sweep side by side: the sweep on the burnt-in state, the same sweeps inside
+pairs of fits (both fits' times and their difference, repeated), and the profiler's
+device time by kernel; with the memory-traffic floor over the measured copy
+bandwidth. On the GPU kit's corpus (``COPIES=16`` stacked training sets); on a
+machine without CUDA it times the CPU's sweep instead, as a check of the script
+(``COPIES=1 REPEATS=2 BURN_IN=2``, which ``SKTOPICS_RESEARCH_TINY=1`` sets, with
+K = 50 alone unless K are given). Its results:
 ``research/results/gibbs_gpu_sweep_split.json``.
 
 Usage: ``python research/gibbs_gpu_sweep_split.py DATA_HOME OUT.json [K ...]``
@@ -16,63 +20,70 @@ Usage: ``python research/gibbs_gpu_sweep_split.py DATA_HOME OUT.json [K ...]``
 
 import json
 import os
-import statistics
 import subprocess
 import sys
-import time
+from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
 import torch
 
+from sktopics import LDAGibbs
 from sktopics._gibbs import _sweeps
-from sktopics._gibbs._state import GibbsCorpus, GibbsState, default_chunk
+from sktopics._gibbs._state import default_chunk
 from sktopics._random import stream_key
 from sktopics.datasets import load_20news_avitm
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+from _sweep_timing import (  # noqa: E402
+    copy_bandwidth,
+    fit_pairs,
+    profile_sweeps,
+    sweeper,
+    time_calls,
+    time_sweeps,
+    traffic_floor_bytes,
+)
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _tiny import TINY  # noqa: E402
 
-REPEATS = int(os.environ.get("REPEATS", 2 if TINY else 10))
+REPEATS = int(os.environ.get("REPEATS", 2 if TINY else 5))
+BURN_IN = int(os.environ.get("BURN_IN", 2 if TINY else 50))
 data_home, out = sys.argv[1], sys.argv[2]
 topics = [int(k) for k in sys.argv[3:]] or ([50] if TINY else [50, 1024])
 device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+on_gpu = device.type == "cuda"
 # The GPU kit's corpus: the training set stacked COPIES times (16: 15.9 M tokens).
 COPIES = int(os.environ.get("COPIES", 1 if TINY else 16))
-X = sp.vstack([load_20news_avitm(data_home, subset="train").data.astype(np.float64)] * COPIES)
-corpus = GibbsCorpus(X.tocsr(), device)
+X = sp.vstack([load_20news_avitm(data_home, subset="train").data.astype(np.float64)]
+              * COPIES).tocsr()
 beta = 0.01
+blocks_of = dict(repeats=REPEATS, per_block=1 if TINY else 10)
 
 
-def timed(fn):
-    times = []
-    for _ in range(REPEATS):
-        if device.type == "cuda":
-            torch.cuda.synchronize()
-        tic = time.perf_counter()
-        fn()
-        if device.type == "cuda":
-            torch.cuda.synchronize()
-        times.append(time.perf_counter() - tic)
-    return 1e3 * statistics.median(times)
+def median_ms(fn):
+    times = time_calls(fn, device, **blocks_of)
+    return {k: times[k] for k in ("median_ms", "min_ms", "max_ms")}
 
 
+bandwidth = copy_bandwidth(device) if on_gpu else None
 rows = []
 for K in topics:
-    generator = torch.Generator().manual_seed(0)
-    z = torch.randint(0, K, (corpus.n_tokens,), generator=generator)
-    state = GibbsState(corpus, K, z)
-    alpha = torch.full((K,), 50.0 / K, device=device)
-    chunk = default_chunk(K, device=device)
+    state, sweep = sweeper(X, K, "parallel", device)
+    corpus = state.corpus
+    row = {"K": K, "device": str(device), "tokens": corpus.n_tokens, "burn_in": BURN_IN,
+           "fused": _sweeps.fused_dense_available(device, K)}
+    row["sweep"] = time_sweeps(sweep, device, burn_in=BURN_IN, timed=blocks_of["per_block"],
+                               repeats=REPEATS)
+    alpha = torch.full((K,), 5.0 / K, device=device)
     key = stream_key(0, _sweeps.STREAMS["dense"], 0)
-    fused = _sweeps.fused_dense_available(device, K)
-    row = {"K": K, "device": str(device), "tokens": corpus.n_tokens, "fused": fused}
-    row["sweep_ms"] = timed(lambda: _sweeps.parallel_sweep(state, alpha, beta, 0, 0, chunk))
-    row["tables_ms"] = timed(lambda: _sweeps._frozen_tables(state, alpha, beta))
-    block = _sweeps._FUSED_CHUNK if fused else chunk
-    row["uniforms_ms"] = timed(lambda: list(_sweeps._uniform_blocks(key, corpus, block)))
-    row["recount_ms"] = timed(state.rebuild_counts)
-    if fused:
+    chunk = default_chunk(K, device=device)
+    row["tables"] = median_ms(lambda: _sweeps._frozen_tables(state, alpha, beta))
+    block = _sweeps._FUSED_CHUNK if row["fused"] else chunk
+    row["uniforms"] = median_ms(lambda: list(_sweeps._uniform_blocks(key, corpus, block)))
+    row["recount"] = median_ms(state.rebuild_counts)
+    if row["fused"]:
         theta_tab, phi_tab = _sweeps._frozen_tables(state, alpha, beta)
         blocks = list(_sweeps._uniform_blocks(key, corpus, block))
         new_z = torch.empty_like(state.z)
@@ -84,9 +95,9 @@ for K in topics:
                     theta_tab, phi_tab, state.n_dk, state.n_wk, state.n_k, alpha, beta, u,
                     out=new_z[start:stop])
 
-        row["kernel_ms"] = timed(kernel_only)
-    row["M_tokens_per_s"] = corpus.n_tokens / row["sweep_ms"] / 1e3
-    if fused and device.type == "cuda":
+        row["kernel"] = median_ms(kernel_only)
+    row["M_tokens_per_s"] = corpus.n_tokens / row["sweep"]["median_ms"] / 1e3
+    if row["fused"] and on_gpu:
         # The kernel alone at other tile sizes and warp counts (the package uses a
         # 4096-element tile and Triton's default of 4 warps).
         from sktopics._gibbs._fused import _dense_kernel
@@ -111,44 +122,32 @@ for K in topics:
 
                 try:
                     launch()
-                    configs[f"tile{tile}_warps{warps}"] = timed(launch)
+                    configs[f"tile{tile}_warps{warps}"] = median_ms(launch)
                 except Exception as exc:  # noqa: BLE001 - a configuration Triton refuses
                     configs[f"tile{tile}_warps{warps}"] = repr(exc)[:120]
-        row["kernel_configs_ms"] = configs
+        row["kernel_configs"] = configs
+    if on_gpu:
+        row["profile"] = profile_sweeps(sweep)
+        floor, table_bytes = traffic_floor_bytes(X, K)
+        row.update(floor_ms=1e3 * floor / bandwidth, document_table_bytes=table_bytes)
     print(json.dumps(row), flush=True)
     rows.append(row)
 
-if device.type == "cuda":
-    # The sweep inside a fit, timed as the GPU kit times it (burn-in + M sweeps minus
-    # burn-in sweeps), and a profile of the fit's host and device time by operation.
-    from sktopics import LDAGibbs
+# The same sweeps inside fits, timed as the GPU kit once timed them alone (a fit of
+# burn-in + M sweeps minus a fit of burn-in sweeps), repeated, with both fits' times.
+for row in rows:
+    K = row["K"]
 
-    def fit(K, n):
+    def fit(n):
         return LDAGibbs(K, algorithm="parallel", max_iter=n, optimize_interval=None,
-                        n_kept_samples=1, evaluate_every=10**6, device="cuda",
+                        n_kept_samples=1, evaluate_every=10**6, device=device,
                         random_state=0).fit(X)
 
-    for row in rows:
-        K = row["K"]
-        fit(K, 2)
-        times = {}
-        for n in (5, 25):
-            torch.cuda.synchronize()
-            tic = time.perf_counter()
-            fit(K, n)
-            torch.cuda.synchronize()
-            times[n] = time.perf_counter() - tic
-        row["fit_sweep_ms"] = 1e3 * (times[25] - times[5]) / 20
-        row["fit_M_tokens_per_s"] = corpus.n_tokens / row["fit_sweep_ms"] / 1e3
-        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU,
-                                                torch.profiler.ProfilerActivity.CUDA]) as prof:
-            fit(K, 10)
-        row["fit_profile"] = prof.key_averages().table(sort_by="self_device_time_total",
-                                                       row_limit=15)
-        print(json.dumps({k: v for k, v in row.items() if k != "fit_profile"}), flush=True)
-        print(row["fit_profile"], flush=True)
+    row["fits"] = fit_pairs(fit, device, burn_in=BURN_IN, timed=blocks_of["per_block"] * 5,
+                            repeats=REPEATS)
+    print(json.dumps({"K": K, "fits": row["fits"]}), flush=True)
 with open(out, "w") as f:
     commit = os.environ.get("SKTOPICS_COMMIT") or subprocess.run(
         ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
-    json.dump({"commit": commit, "repeats": REPEATS, "copies": COPIES, "rows": rows}, f,
-              indent=1)
+    json.dump({"commit": commit, "repeats": REPEATS, "burn_in": BURN_IN, "copies": COPIES,
+               "copy_bandwidth_bytes_per_s": bandwidth, "rows": rows}, f, indent=1)

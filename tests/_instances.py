@@ -14,6 +14,18 @@ from sktopics import AVITM, PAMVI, LDAGibbs, MoLDA, ProdLDA
 #: Tests that are about the CPU itself (exact values, CPU-only errors) say "cpu".
 TEST_DEVICE = os.environ.get("SKTOPICS_TEST_DEVICE", "cpu")
 
+
+
+def use_suite_device(setattr=setattr):
+    """Make ``device="auto"`` run on :data:`TEST_DEVICE` in this process (nothing to do
+    when it is ``"auto"``); ``setattr`` may be a monkeypatch's, to undo it after a test."""
+    if TEST_DEVICE == "auto":
+        return
+    from sktopics.utils import _devices
+
+    setattr(_devices, "_auto_device", lambda: _devices.resolve_device(TEST_DEVICE))
+
+
 _NEURAL_FAST = dict(n_components=3, max_iter=2, batch_size=8, hidden_sizes=(8, 8),
                     device=TEST_DEVICE)
 

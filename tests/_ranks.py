@@ -15,6 +15,9 @@ def gloo_rank(rank, world_size, folder, scenario, *args):
     import torch
     import torch.distributed as dist
 
+    from ._instances import use_suite_device
+
+    use_suite_device()
     torch.set_num_threads(1)
     dist.init_process_group("gloo", init_method=f"file://{folder}/store", rank=rank,
                             world_size=world_size)

@@ -4,6 +4,8 @@ from pathlib import Path
 import pytest
 import torch
 
+from ._instances import use_suite_device
+
 
 def _shared_data():
     env = os.environ.get("SKTOPICS_DATA")
@@ -51,6 +53,49 @@ def no_failed_graph_captures(monkeypatch):
     from sktopics._neural import _graphs
 
     monkeypatch.setattr(_graphs, "_failures", 0)
+
+
+def _machine_auto_device():
+    from sktopics.utils import _devices
+
+    return _devices._auto_device
+
+
+_MACHINE_AUTO_DEVICE = _machine_auto_device()
+
+
+@pytest.fixture(autouse=True)
+def suite_device(request, monkeypatch):
+    """Where ``device="auto"`` (every estimator's and evaluator's default) runs a test.
+
+    * A test marked ``cpu`` is about the CPU (its compiled kernels, a CPU-only
+      sampler): it must pass ``device="cpu"`` to what it builds, and resolving
+      ``"auto"`` fails it, on any machine. On a GPU ``"auto"`` would take CUDA and
+      the test would pass without running what it names.
+    * Other tests run ``"auto"`` on ``SKTOPICS_TEST_DEVICE``: the CPU by default,
+      even where CUDA is visible, and CUDA where present with
+      ``SKTOPICS_TEST_DEVICE=auto`` (how the GPU kit runs the suite). An explicit
+      ``device="cuda"`` is never changed.
+    """
+    from sktopics.utils import _devices
+
+    if request.node.get_closest_marker("cpu") is not None:
+        def auto_device():
+            pytest.fail("this test is marked 'cpu' but left a device to 'auto': pass "
+                        "device='cpu' to the estimators and evaluators it builds",
+                        pytrace=True)
+
+        monkeypatch.setattr(_devices, "_auto_device", auto_device)
+    else:
+        use_suite_device(monkeypatch.setattr)
+
+
+@pytest.fixture
+def machine_auto_device(monkeypatch):
+    """``device="auto"`` as the machine resolves it, for the tests of that logic itself."""
+    from sktopics.utils import _devices
+
+    monkeypatch.setattr(_devices, "_auto_device", _MACHINE_AUTO_DEVICE)
 
 
 DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])

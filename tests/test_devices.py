@@ -85,7 +85,7 @@ def _fake_cuda(monkeypatch, n_devices, current=0):
     monkeypatch.setattr(torch.cuda, "current_device", lambda: current)
 
 
-def test_resolve_device_names_one_gpu(monkeypatch):
+def test_resolve_device_names_one_gpu(monkeypatch, machine_auto_device):
     _fake_cuda(monkeypatch, 2, current=1)
     assert resolve_device("auto") == torch.device("cuda", 1)
     assert resolve_device(None) == torch.device("cuda", 1)
@@ -97,6 +97,49 @@ def test_resolve_device_names_one_gpu(monkeypatch):
     assert resolve_device("auto") == torch.device("cpu")
     with pytest.raises(ValueError, match="CUDA is not available"):
         resolve_device("cuda:0")
+
+
+def test_the_suite_runs_auto_on_its_test_device(monkeypatch):
+    """The suite's switch: ``device="auto"`` runs where ``SKTOPICS_TEST_DEVICE`` says
+    (the CPU unless it is "auto"), even on a machine where CUDA is visible."""
+    _fake_cuda(monkeypatch, 1)
+    if TEST_DEVICE == "auto":  # the machine's own choice
+        assert resolve_device("auto") == torch.device("cuda", 0)
+    else:
+        assert resolve_device("auto") == torch.device(TEST_DEVICE)
+        assert LDAGibbs(n_components=2, max_iter=1).fit(sp.eye(3, format="csr") * 3) \
+            .device_ == torch.device(TEST_DEVICE)
+
+
+@pytest.mark.cpu
+def test_a_test_about_the_cpu_must_name_its_device():
+    """A test marked ``cpu`` that leaves a device to "auto" fails (on a GPU it would run
+    CUDA and pass without testing the CPU), whatever the machine has."""
+    X = sp.eye(3, format="csr") * 3
+    with pytest.raises(pytest.fail.Exception, match="marked 'cpu'"):
+        LDAGibbs(n_components=2, max_iter=1).fit(X)
+    with pytest.raises(pytest.fail.Exception, match="marked 'cpu'"):
+        left_to_right_log_likelihood((np.full((2, 3), 1 / 3), 0.5), X, n_particles=2)
+    assert LDAGibbs(n_components=2, max_iter=1, device="cpu").fit(X).device_.type == "cpu"
+
+
+def test_the_test_device_switch_reaches_every_fast_instance(monkeypatch):
+    import importlib
+
+    from . import _instances
+
+    try:
+        monkeypatch.setenv("SKTOPICS_TEST_DEVICE", "cuda:3")
+        importlib.reload(_instances)
+        assert _instances.TEST_DEVICE == "cuda:3"
+        assert {params["device"] for params in _instances.FAST_PARAMS.values()} == {"cuda:3"}
+        hooked = {}
+        _instances.use_suite_device(lambda module, name, value: hooked.update({name: value}))
+        with pytest.raises(ValueError, match="cuda:3"):  # this machine has no such GPU
+            hooked["_auto_device"]()
+    finally:
+        monkeypatch.undo()
+        importlib.reload(_instances)
 
 
 @pytest.mark.parametrize("n_devices, recorded, expected", [

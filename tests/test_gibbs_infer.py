@@ -64,12 +64,13 @@ def test_compiled_transform_kernel_matches_enumerated_posterior_mean(counts):
     assert se.max() < 0.01  # the check has power: the gap between the topics' words is far wider
 
 
+@pytest.mark.cpu
 def test_compiled_transform_is_the_same_in_any_batch_and_on_any_threads():
     dense = np.ceil(sp.random(40, 30, density=0.3, random_state=0).toarray() * 12)
     dense[5] = dense[3]  # two equal documents
     X = sp.csr_matrix(dense)
     phi = np.random.default_rng(0).dirichlet(np.ones(30), size=5)
-    model = LDAGibbs(n_components=5, random_state=0, transform_max_iter=20).fit(X)
+    model = LDAGibbs(n_components=5, random_state=0, transform_max_iter=20, device="cpu").fit(X)
     model.components_ = phi
     whole = model.transform(X)
     np.testing.assert_array_equal(whole[5], whole[3])

@@ -19,6 +19,8 @@ from sktopics._kernels._pool import run_parts, split_evenly
 from sktopics._kernels._random import counter_uniform as compiled_uniform
 from sktopics._random import counter_uniform, stream_key
 
+pytestmark = pytest.mark.cpu
+
 
 @pytest.fixture(autouse=True)
 def _no_earlier_failure(monkeypatch):
@@ -124,7 +126,8 @@ def test_run_parts_raises_after_every_part_finished():
 
 def test_a_failing_kernel_falls_back_to_torch_with_one_warning(monkeypatch):
     X = _corpus(3)
-    params = dict(n_components=5, max_iter=4, random_state=0, optimize_interval=None)
+    params = dict(n_components=5, max_iter=4, random_state=0, optimize_interval=None,
+                  device="cpu")
     with config_context(cpu_kernels="torch"):
         expected = LDAGibbs(**params).fit(X)
 
@@ -153,7 +156,7 @@ def test_asking_for_compiled_kernels_raises_what_failed(monkeypatch):
     monkeypatch.setattr(kernels, "parallel_draws", broken)
     with config_context(cpu_kernels="compiled"):
         with pytest.raises(RuntimeError, match="no such instruction"):
-            LDAGibbs(n_components=3, max_iter=2, random_state=0).fit(_corpus())
+            LDAGibbs(n_components=3, max_iter=2, random_state=0, device="cpu").fit(_corpus())
 
 
 def test_without_numba_the_torch_kernels_run(monkeypatch):
@@ -161,7 +164,7 @@ def test_without_numba_the_torch_kernels_run(monkeypatch):
     assert not _jit.compiled_path("cpu")
     with config_context(cpu_kernels="compiled"):
         with pytest.raises(ImportError, match="pip install numba"):
-            LDAGibbs(n_components=3, max_iter=2, random_state=0).fit(_corpus())
+            LDAGibbs(n_components=3, max_iter=2, random_state=0, device="cpu").fit(_corpus())
 
 
 def test_compiled_and_torch_fits_recover_the_same_known_topics():
@@ -176,7 +179,8 @@ def test_compiled_and_torch_fits_recover_the_same_known_topics():
     errors = {}
     for cpu_kernels in ("compiled", "torch"):
         with config_context(cpu_kernels=cpu_kernels):
-            model = LDAGibbs(n_components=4, max_iter=100, random_state=0).fit(X)
+            model = LDAGibbs(n_components=4, max_iter=100, random_state=0,
+                             device="cpu").fit(X)
         cost = np.abs(topic_word[:, None, :] - model.components_[None, :, :]).sum(-1)
         rows, cols = linear_sum_assignment(cost)
         errors[cpu_kernels] = cost[rows, cols].max()
@@ -193,6 +197,7 @@ def test_compiled_mh_draws_are_the_torch_draws(monkeypatch):
     of both proposals included: a small beta and alpha make them rare, not absent)."""
     X = _corpus(4, n_docs=80, n_words=50)
     params = dict(n_components=30, algorithm="mh", max_iter=6, random_state=0, mh_steps=3,
+                  device="cpu",
                   doc_topic_prior=2.0, topic_word_prior=0.5)
     calls = []
     draws = kernels.mh_draws
@@ -243,7 +248,7 @@ def test_kernels_keep_n_jobs_threads_while_torch_runs_on_one(monkeypatch):
 
     monkeypatch.setattr(kernels, "parallel_draws", spy)
     before = torch.get_num_threads()
-    LDAGibbs(n_components=3, max_iter=2, random_state=0, n_jobs=2).fit(_corpus())
+    LDAGibbs(n_components=3, max_iter=2, random_state=0, n_jobs=2, device="cpu").fit(_corpus())
     assert seen and set(seen) == {(1, 2)}
     assert torch.get_num_threads() == before
 
@@ -266,14 +271,14 @@ def _evaluations():
     b = (rng.dirichlet(np.full(30, 0.3), 6), rng.uniform(0.1, 1.0, 6))
     return {
         "left-to-right": lambda: left_to_right_log_likelihood(
-            a, X, n_particles=12, n_filters=2, random_state=0),
+            a, X, n_particles=12, n_filters=2, random_state=0, device="cpu"),
         "completion": lambda: document_completion_log_likelihood(
-            a, X, n_particles=12, random_state=0),
+            a, X, n_particles=12, random_state=0, device="cpu"),
         "ais": lambda: ais_log_likelihood(a, X, n_temperatures=15, n_chains=3,
-                                          kernel="collapsed", random_state=0),
+                                          kernel="collapsed", random_state=0, device="cpu"),
         "ratio-ais geometric": lambda: ratio_ais(a, b, X, n_temperatures=12, n_chains=3,
                                                  kernel="collapsed", align_topics=False,
-                                                 random_state=0),
+                                                 random_state=0, device="cpu"),
     }
 
 

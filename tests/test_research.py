@@ -80,7 +80,28 @@ def test_gibbs_gpu_sweep_split_cpu_check(tmp_path, data_home):
     payload = json.loads(out.read_text())
     assert (payload["copies"], payload["repeats"]) == (1, 2)
     (row,) = payload["rows"]
-    assert row["K"] == 50 and row["sweep_ms"] > 0 and row["recount_ms"] > 0
+    assert row["K"] == 50 and row["burn_in"] == 2
+    for part in ("sweep", "recount", "tables", "uniforms"):
+        assert 0 < row[part]["min_ms"] <= row[part]["median_ms"] <= row[part]["max_ms"]
+    fits = row["fits"]
+    assert len(fits["short_fit_s"]) == len(fits["long_fit_s"]) == 2
+
+
+def test_the_sweep_timer_counts_a_floor_and_times_what_it_is_given(monkeypatch):
+    import scipy.sparse as sp
+
+    monkeypatch.syspath_prepend(str(RESEARCH.parent / "benchmarks"))
+    from _sweep_timing import time_calls, traffic_floor_bytes
+
+    # two documents: (3 tokens of word 0, 1 of word 2) and (2 of word 1); K = 4
+    X = sp.csr_matrix([[3, 0, 1], [0, 2, 0]])
+    floor, table = traffic_floor_bytes(X, 4)
+    assert table == 4 * 2 * 4
+    assert floor == 4 * (3 * 4 + 3 * 4 + 5 * 6)  # cells' doc rows, word rows, tokens
+    calls = []
+    times = time_calls(lambda: calls.append(1), "cpu", warm_up=3, per_block=4, repeats=2)
+    assert len(calls) == 3 + 4 * 2 and len(times["all_ms"]) == 2
+    assert times["min_ms"] <= times["median_ms"] <= times["max_ms"]
 
 
 def test_prodlda_pictures(tmp_path, data_home):
@@ -113,3 +134,20 @@ def test_paper_preset_quality(tmp_path, data_home):
     assert {r["code"] for r in fits} == {"plain", "plain_glorot", "sktopics",
                                          "sktopics_torch_init", "sktopics_glorot_init"}
     assert {r["model"] for r in fits} == {"ProdLDA", "AVITM"}
+
+
+def test_the_gpu_kit_children_import_this_checkout_from_anywhere(tmp_path, monkeypatch):
+    """The kit's child processes (the suite, whose tests start processes of their own,
+    and the benchmarks) find this checkout's package on PYTHONPATH, installed or not:
+    ``-S`` leaves site-packages (and an editable install) out of the child."""
+    monkeypatch.syspath_prepend(str(RESEARCH.parent / "benchmarks"))
+    from gpu_check import child_environment
+
+    find = [sys.executable, "-S", "-c",
+            "import importlib.util; s = importlib.util.find_spec('sktopics'); print(s and s.origin)"]
+    found = subprocess.run(find, cwd=tmp_path, env=child_environment(), capture_output=True,
+                           text=True, check=True).stdout.strip()
+    assert Path(found) == RESEARCH.parent / "sktopics" / "__init__.py"
+    alone = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    assert subprocess.run(find, cwd=tmp_path, env=alone, capture_output=True,
+                          text=True, check=True).stdout.strip() == "None"

@@ -31,6 +31,8 @@ from .test_gibbs_sampler import (
     _exact_posterior,
 )
 
+pytestmark = pytest.mark.cpu  # the sparse sampler is a compiled CPU kernel
+
 
 @pytest.fixture(autouse=True)
 def _no_earlier_failure(monkeypatch):
@@ -180,7 +182,7 @@ def test_several_partitions_recover_known_topics_as_well_as_the_parallel_sweep(
     errors = {}
     for algorithm in ("sparse", "parallel"):
         model = LDAGibbs(n_components=4, max_iter=100, algorithm=algorithm,
-                         random_state=0).fit(X)
+                         random_state=0, device="cpu").fit(X)
         assert model.algorithm_ == algorithm
         errors[algorithm] = _topic_error(topic_word, model.components_)
     assert errors["sparse"] < 0.1, errors  # uniform topics: 1.8
@@ -190,7 +192,7 @@ def test_several_partitions_recover_known_topics_as_well_as_the_parallel_sweep(
 def test_fits_are_bit_identical_at_any_n_jobs(synthetic, monkeypatch):
     X, _, _ = synthetic
     monkeypatch.setattr(sweeps, "SPARSE_PART_TOKENS", 2048)  # 11 partitions
-    params = dict(n_components=6, max_iter=12, algorithm="sparse", random_state=0,
+    params = dict(n_components=6, max_iter=12, algorithm="sparse", random_state=0, device="cpu",
                   evaluate_every=3)
     fits = [LDAGibbs(n_jobs=n_jobs, **params).fit(X) for n_jobs in (1, 2, 3)]
     for model in fits[1:]:
@@ -203,7 +205,7 @@ def test_fits_are_bit_identical_at_any_n_jobs(synthetic, monkeypatch):
 def test_partial_fit_sweeps_each_shard_given_the_others(synthetic):
     X, topic_word, _ = synthetic
     shards = [X[:150], X[150:]]
-    model = LDAGibbs(n_components=4, algorithm="sparse", random_state=0)
+    model = LDAGibbs(n_components=4, algorithm="sparse", random_state=0, device="cpu")
     for _ in range(40):
         for shard in shards:
             model.partial_fit(shard)
@@ -223,7 +225,8 @@ def test_auto_takes_the_sparse_sweep_from_500_topics_with_the_compiled_kernels()
 
 def test_without_the_compiled_kernels_the_parallel_sweep_runs_with_a_warning(synthetic):
     X = synthetic[0][:60]
-    params = dict(n_components=5, max_iter=4, random_state=0, optimize_interval=None)
+    params = dict(n_components=5, max_iter=4, random_state=0, optimize_interval=None,
+                  device="cpu")
     with config_context(cpu_kernels="torch"):
         expected = LDAGibbs(algorithm="parallel", **params).fit(X)
         with pytest.warns(UserWarning, match="algorithm='sparse'.*cpu_kernels='torch'"):
@@ -235,7 +238,8 @@ def test_without_the_compiled_kernels_the_parallel_sweep_runs_with_a_warning(syn
 def test_a_failing_kernel_falls_back_to_the_parallel_sweep_with_one_warning(synthetic,
                                                                              monkeypatch):
     X = synthetic[0][:60]
-    params = dict(n_components=5, max_iter=4, random_state=0, optimize_interval=None)
+    params = dict(n_components=5, max_iter=4, random_state=0, optimize_interval=None,
+                  device="cpu")
     with config_context(cpu_kernels="torch"):
         expected = LDAGibbs(algorithm="parallel", **params).fit(X)
 
@@ -259,7 +263,7 @@ def test_asking_for_the_compiled_kernels_raises_what_failed(synthetic, monkeypat
     with config_context(cpu_kernels="compiled"):
         with pytest.raises(RuntimeError, match="no such instruction"):
             LDAGibbs(n_components=3, max_iter=2, algorithm="sparse",
-                     random_state=0).fit(synthetic[0][:40])
+                     random_state=0, device="cpu").fit(synthetic[0][:40])
 
 
 def test_word_rows_from_the_tokens_are_those_of_the_counts():
@@ -309,7 +313,7 @@ def test_data_parallel_refuses_the_sparse_sweep(monkeypatch):
         warnings.simplefilter("ignore")
         with pytest.raises(ValueError, match="algorithm='sparse' runs in one process"):
             LDAGibbs(n_components=2, max_iter=2, algorithm="sparse",
-                     random_state=0).fit(X_TINY)
+                     random_state=0, device="cpu").fit(X_TINY)
 
 
 def test_one_partition_is_exact_with_rows_of_several_topics():

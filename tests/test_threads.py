@@ -57,6 +57,7 @@ def test_estimators_use_n_jobs_inside_and_restore(cls, two_threads, monkeypatch)
     assert torch.get_num_threads() == 2
 
 
+@pytest.mark.cpu  # threads are the CPU's
 def test_evaluators_use_n_jobs_inside_and_restore(two_threads, monkeypatch):
     import sktopics._evaluation._zspace as zspace
 
@@ -69,9 +70,11 @@ def test_evaluators_use_n_jobs_inside_and_restore(two_threads, monkeypatch):
 
     monkeypatch.setattr(zspace, "anneal", spy)
     model = (np.random.default_rng(0).dirichlet(np.ones(20), 3), 0.5)
-    ais_log_likelihood(model, X, n_temperatures=2, n_chains=1, random_state=0, n_jobs=1)
+    ais_log_likelihood(model, X, n_temperatures=2, n_chains=1, random_state=0, n_jobs=1,
+                       device="cpu")
     assert seen == [1] and torch.get_num_threads() == 2
-    left_to_right_log_likelihood(model, X, n_particles=2, random_state=0, n_jobs=1)
+    left_to_right_log_likelihood(model, X, n_particles=2, random_state=0, n_jobs=1,
+                                 device="cpu")
     assert torch.get_num_threads() == 2
 
 

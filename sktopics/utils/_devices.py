@@ -37,6 +37,11 @@ def _current_cuda():
     return torch.device("cuda", torch.cuda.current_device())
 
 
+def _auto_device():
+    """What ``device="auto"`` means on this machine: the current CUDA device, else the CPU."""
+    return _current_cuda() if torch.cuda.is_available() else torch.device("cpu")
+
+
 def resolve_device(device):
     """Turn a ``device`` parameter into a :class:`torch.device` with an index.
 
@@ -47,7 +52,7 @@ def resolve_device(device):
     ``ValueError`` instead of failing later inside torch.
     """
     if device is None or (isinstance(device, str) and device == "auto"):
-        resolved = _current_cuda() if torch.cuda.is_available() else torch.device("cpu")
+        resolved = _auto_device()
     else:
         try:
             resolved = torch.device(device)
