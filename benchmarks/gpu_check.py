@@ -191,7 +191,8 @@ def bench_gibbs(data_home, device, smoke, save):
     from sktopics._gibbs import _fused
 
     # A fused kernel that failed would have left the sweeps to the eager kernels.
-    result["fused_kernel_failures"] = list(_fused._failure)
+    result["fused_kernel_failures"] = [f"{device} at BLOCK_K={block_k}: {cause}" for (
+        device, block_k), cause in _fused._failures.items()]
     return result
 
 

@@ -45,14 +45,19 @@ def two_threads():
 
 
 @pytest.fixture(autouse=True)
-def no_failed_graph_captures(monkeypatch):
-    """Each test starts as if no CUDA-graph capture had failed in the process: the
-    failures are counted, and after a few of them fits stop using graphs (on a GPU,
-    tests that make captures fail on purpose would otherwise turn graphs off for the
-    tests after them in the same worker)."""
+def no_earlier_failures(monkeypatch):
+    """Each test starts as if no kernel had failed in the process: the compiled CPU
+    kernels, the fused GPU kernel and CUDA-graph captures remember their failures for
+    the process (tests that make them fail on purpose would otherwise change what the
+    tests after them in the same worker run)."""
+    from sktopics._gibbs import _fused
+    from sktopics._kernels import _jit
     from sktopics._neural import _graphs
 
-    monkeypatch.setattr(_graphs, "_failures", 0)
+    monkeypatch.setattr(_jit, "_failures", {})
+    monkeypatch.setattr(_jit, "_said", set())
+    monkeypatch.setattr(_fused, "_failures", {})
+    monkeypatch.setattr(_graphs, "_failures", {})
 
 
 def _machine_auto_device():

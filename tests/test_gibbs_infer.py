@@ -57,8 +57,8 @@ def test_compiled_transform_kernel_matches_enumerated_posterior_mean(counts):
     alpha = ALPHA.astype(np.float32)
     means = np.empty((400, len(ALPHA)))
     for seed in range(len(means)):
-        infer_documents(X, word_topic, alpha, 60, 20, stream_key(seed, 10, 0), means[seed:],
-                        0, 1)
+        keys = np.array([stream_key(seed, 10, 0)], dtype=np.int64)
+        infer_documents(X, word_topic, alpha, 60, 20, keys, means[seed:], 0, 1)
     mean, se = means.mean(0), means.std(0, ddof=1) / np.sqrt(len(means))
     assert np.all(np.abs(mean - exact) < 5 * se + 1e-3), (mean, exact, se)
     assert se.max() < 0.01  # the check has power: the gap between the topics' words is far wider

@@ -368,7 +368,6 @@ def test_parallel_sweep_falls_back_when_the_fused_kernel_fails(monkeypatch):
     def broken(interpreted):
         raise RuntimeError("no such instruction")
 
-    monkeypatch.setattr(fused, "_failure", [])
     monkeypatch.setattr(fused, "_have_triton", lambda: True)
     monkeypatch.setattr(fused, "_interpreting", lambda: True)
     monkeypatch.setattr(fused, "_dense_kernel", broken)

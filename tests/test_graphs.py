@@ -168,7 +168,7 @@ def _net_of(step):
 
 def _simulated(monkeypatch, backend=_CountingBackend):
     """Graphs on the CPU: the decision says yes, the backend replays eagerly."""
-    monkeypatch.setattr(_net, "use_graphs", lambda device, collective: True)
+    monkeypatch.setattr(_net, "use_graphs", lambda device, collective, model: True)
     monkeypatch.setattr(_net.TopicNet, "graph_backend", backend)
 
 
@@ -290,20 +290,24 @@ def test_a_failed_capture_warns_once_and_training_goes_on_eagerly(monkeypatch):
 
 def test_fits_stop_trying_after_repeated_failed_captures(monkeypatch):
     """A capture that always fails (an old driver) costs each fit a warning and a
-    graph's memory: after MAX_FAILURES of them the process trains eagerly, silently."""
+    graph's memory: after MAX_FAILURES of them that model trains eagerly, silently,
+    while another model's fits still record their steps."""
     X = _corpus()
-    monkeypatch.setattr(_net, "use_graphs", lambda device, collective: _graphs.use_graphs(
-        "cuda", collective))  # the real decision, as if on CUDA
+    monkeypatch.setattr(_net, "use_graphs", lambda device, collective, model: _graphs.use_graphs(
+        "cuda", collective, model))  # the real decision, as if on CUDA
     monkeypatch.setattr(_net.TopicNet, "graph_backend", _FailingBackend)
     for fit in range(1, _graphs.MAX_FAILURES + 1):
         with pytest.warns(RuntimeWarning, match="CUDA graph failed") as record:
             _fit(ProdLDA, X, n_components=3)
-        said = any("later fits in this process" in str(w.message) for w in record)
+        said = any("later fits of this model" in str(w.message) for w in record)
         assert said == (fit == _graphs.MAX_FAILURES)
-    assert not _graphs.use_graphs("cuda", None)
+    kind = _graphs.step_kind(_fit(ProdLDA, X, n_components=3, max_iter=1).net_.module_)
+    assert not _graphs.use_graphs("cuda", None, kind)
     monkeypatch.setattr(_net.TopicNet, "graph_backend", _CountingBackend)
     _CountingBackend.counts = None
     with warnings.catch_warnings():
         warnings.simplefilter("error", RuntimeWarning)
         _fit(ProdLDA, X, n_components=3)
     assert _CountingBackend.counts is None
+    _fit(AVITM, X, n_components=3)  # another model's step: recorded
+    assert _CountingBackend.counts["capture"] == 1

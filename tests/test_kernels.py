@@ -22,11 +22,6 @@ from sktopics._random import counter_uniform, stream_key
 pytestmark = pytest.mark.cpu
 
 
-@pytest.fixture(autouse=True)
-def _no_earlier_failure(monkeypatch):
-    monkeypatch.setattr(_jit, "_failure", [])
-
-
 def _corpus(seed=0, n_docs=60, n_words=40):
     rng = np.random.default_rng(seed)
     X = sp.random(n_docs, n_words, density=0.2, random_state=rng, format="csr")
@@ -56,6 +51,32 @@ def test_compiled_uniforms_are_the_torch_uniforms():
     expected = counter_uniform(key, torch.from_numpy(index)).numpy()
     got = [compiled_uniform(np.uint64(key & 0xFFFFFFFFFFFFFFFF), int(i)) for i in index]
     np.testing.assert_array_equal(np.array(got, dtype=np.float32), expected)
+
+
+def test_the_53_bit_uniforms_refine_the_24_bit_ones():
+    """The sparse sampler's uniform (compared with float64 masses) has 53 random bits:
+    the 24-bit uniform of the same counter, refined."""
+    from sktopics._kernels._random import counter_uniform64
+
+    key = np.uint64(stream_key(3, 2, 1) & 0xFFFFFFFFFFFFFFFF)
+    coarse = np.array([compiled_uniform(key, i) for i in range(2000)], dtype=np.float64)
+    fine = np.array([counter_uniform64(key, i) for i in range(2000)])
+    assert np.all((fine >= 0) & (fine < 1))
+    np.testing.assert_array_equal(np.floor(fine * 2**24) / 2**24, coarse)
+    assert np.mean(fine * 2**24 != np.floor(fine * 2**24)) > 0.99  # more bits than 24
+
+
+def test_a_wider_pool_shuts_the_narrower_one_down(monkeypatch):
+    from sktopics._kernels import _pool
+
+    monkeypatch.setattr(_pool, "_executor", None)
+    monkeypatch.setattr(_pool, "_workers", 0)
+    monkeypatch.setattr(_pool.os, "cpu_count", lambda: 2)
+    run_parts(lambda a, b: b - a, [(0, 1), (1, 2)], 2)
+    first = _pool._executor
+    run_parts(lambda a, b: b - a, [(0, 1), (1, 2), (2, 3), (3, 4)], 4)
+    assert _pool._executor is not first and first._shutdown
+    _pool._executor.shutdown()
 
 
 def test_compiled_counts_are_the_torch_counts():
@@ -124,29 +145,74 @@ def test_run_parts_raises_after_every_part_finished():
     assert run_parts(lambda a, b: b - a, [(0, 2), (2, 7)]) == [2, 5]
 
 
-def test_a_failing_kernel_falls_back_to_torch_with_one_warning(monkeypatch):
+def _broken(exc):
+    def kernel(*args):
+        raise exc
+
+    return kernel
+
+
+def test_a_kernel_failing_on_a_call_hands_it_to_torch_with_one_warning(monkeypatch):
+    """A failure on a call's input (not a compile error) changes that call only: the
+    torch counterpart runs it, one warning per kernel says so, and the next call tries
+    the compiled kernel again."""
     X = _corpus(3)
     params = dict(n_components=5, max_iter=4, random_state=0, optimize_interval=None,
                   device="cpu")
     with config_context(cpu_kernels="torch"):
         expected = LDAGibbs(**params).fit(X)
-
-    def broken(*args):
-        raise RuntimeError("no such instruction")
-
-    monkeypatch.setattr(kernels, "parallel_draws", broken)
-    monkeypatch.setattr(kernels, "count_topics", broken)
+    real_draws = kernels.parallel_draws
+    monkeypatch.setattr(kernels, "parallel_draws", _broken(IndexError("index 9 out of bounds")))
+    monkeypatch.setattr(kernels, "count_topics", _broken(IndexError("index 9 out of bounds")))
     with config_context(cpu_kernels="torch"), warnings.catch_warnings():
         warnings.simplefilter("error")  # the torch path never calls the compiled kernels
         LDAGibbs(**params).fit(X)
-    with pytest.warns(RuntimeWarning, match="compiled CPU kernels failed") as record:
+    with pytest.warns(RuntimeWarning, match="failed") as record:
         model = LDAGibbs(**params).fit(X)
-    assert sum("compiled CPU kernels failed" in str(w.message) for w in record) == 1
+    said = sorted(str(w.message).split(" failed")[0] for w in record)
+    assert said == ["sktopics: the compiled CPU kernel of the parallel sweep",
+                    "sktopics: the compiled CPU kernel of the topic counts"]
     np.testing.assert_array_equal(model.components_, expected.components_)
-    assert not _jit.compiled_path("cpu")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)  # fails again, silently
+        np.testing.assert_array_equal(LDAGibbs(**params).fit(X).components_,
+                                      expected.components_)
+    assert _jit.compiled_path("cpu", "parallel sweep")  # tried again by later calls
+    calls = []
+    monkeypatch.setattr(kernels, "parallel_draws", lambda *a: calls.append(1) or real_draws(*a))
+    LDAGibbs(**params).fit(X)
+    assert calls
+
+
+def test_a_kernel_that_cannot_run_is_not_tried_again_and_the_others_go_on(monkeypatch):
+    """A compile error is remembered for its kernel alone: that kernel's torch
+    counterpart runs from then on (said once), while the other kernels, and so the
+    results they give (a transform's random numbers, say), are those of a process where
+    nothing failed."""
+    from numba.core.errors import TypingError
+
+    X = _corpus(3)
+    params = dict(n_components=5, max_iter=4, random_state=0, optimize_interval=None,
+                  device="cpu")
+    before = LDAGibbs(**params).fit(X)
+    theta = before.transform(X)
+    with config_context(cpu_kernels="torch"):
+        expected = LDAGibbs(**params).fit(X)
+    monkeypatch.setattr(kernels, "parallel_draws", _broken(TypingError("cannot type")))
+    with pytest.warns(RuntimeWarning, match="parallel sweep cannot run here") as record:
+        model = LDAGibbs(**params).fit(X)
+    assert sum("cannot run here" in str(w.message) for w in record) == 1
+    np.testing.assert_array_equal(model.components_, expected.components_)
+    assert not _jit.compiled_path("cpu", "parallel sweep")
+    assert _jit.compiled_path("cpu", "transform") and _jit.compiled_path("cpu")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)  # said once
+        LDAGibbs(**params).fit(X)
+        np.testing.assert_array_equal(before.transform(X), theta)  # the compiled transform
     with config_context(cpu_kernels="compiled"):
-        with pytest.raises(RuntimeError, match="failed earlier"):
-            _jit.compiled_path("cpu")
+        with pytest.raises(RuntimeError, match="parallel sweep failed earlier"):
+            _jit.compiled_path("cpu", "parallel sweep")
+        assert _jit.compiled_path("cpu", "MH sweep")
 
 
 def test_asking_for_compiled_kernels_raises_what_failed(monkeypatch):
@@ -326,7 +392,7 @@ def test_a_failing_evaluator_kernel_leaves_the_chain_to_the_torch_loops(name, mo
     for module, kernel in ((_smc, "smc_documents"), (_zspace, "shifted_sweep"),
                            (_zspace, "geometric_sweep"), (_zspace, "sequential_draw")):
         monkeypatch.setattr(module, kernel, broken)
-    with pytest.warns(RuntimeWarning, match="compiled CPU kernels failed"):
+    with pytest.warns(RuntimeWarning, match="compiled CPU kernel of the .* failed"):
         got = _evaluations()[name]()
     np.testing.assert_allclose(got.per_document, expected.per_document, rtol=1e-11,
                                atol=1e-11)

@@ -190,7 +190,7 @@ def test_auto_switches_to_mh_when_the_fused_kernel_fails(monkeypatch):
     X, _, _ = make_lda_corpus(n_samples=20, n_features=30, n_components=3, random_state=0)
     failed, used = [], []
     monkeypatch.setattr(_lda_gibbs, "fused_dense_available", lambda device, k: not failed)
-    monkeypatch.setattr(_lda_gibbs, "compiled_path", lambda device: False)
+    monkeypatch.setattr(_lda_gibbs, "compiled_path", lambda device, kernel=None: False)
     real_parallel, real_mh = _lda_gibbs.parallel_sweep, _lda_gibbs.mh_sweep
 
     def parallel(*args):

@@ -17,7 +17,7 @@ import math
 import numpy as np
 import torch
 
-from .._kernels import compiled_path, kernel_failure
+from .._kernels import FAILED, compiled_path, run_compiled
 from .._random import bits, chain_keys, counter_key, document_keys, uniform
 from ..utils._devices import device_budget
 from ._pam_paths import PAMPathPredictive, path_arrays
@@ -132,7 +132,7 @@ def _compiled_filter(words, lengths, keys, phi_t, alpha, n_filters, n_particles,
     """The LDA filter of a batch by the compiled kernel (:mod:`sktopics._kernels._smc`):
     ``(log_p (docs, filters), resampling events (docs,))``, or None where it does not
     run."""
-    if not compiled_path(words.device):
+    if not compiled_path(words.device, "left-to-right filter"):
         return None
     from .._kernels._pool import run_over
     from .._kernels._smc import smc_documents
@@ -147,13 +147,10 @@ def _compiled_filter(words, lengths, keys, phi_t, alpha, n_filters, n_particles,
               np.uint64(counter_key(0) & _MASK), np.uint64(counter_key(1) & _MASK),
               phi_t.numpy(), alpha.numpy(), n_filters, n_particles, float(threshold), observed,
               log_p, events)
-    try:
-        run_over(lambda start, stop: smc_documents(*arrays, start, stop),
-                 offsets=np.concatenate([[0], np.cumsum(lengths)]))
-    except Exception as exc:  # noqa: BLE001 - whatever numba raises, fall back once
-        kernel_failure(exc)
-        return None
-    return log_p, events
+    done = run_compiled("left-to-right filter", lambda: run_over(
+        lambda start, stop: smc_documents(*arrays, start, stop),
+        offsets=np.concatenate([[0], np.cumsum(lengths)])))
+    return None if done is FAILED else (log_p, events)
 
 
 def _urn(c, n_super, alpha, alpha_root, node_total, path_super, pam: bool):

@@ -32,7 +32,7 @@ import warnings
 import numpy as np
 import torch
 
-from .._kernels import compiled_path, kernel_failure
+from .._kernels import FAILED, compiled_path, run_compiled
 from .._random import counter_key, counter_log_dirichlet
 from ..utils._devices import device_budget
 from ._resampling import resample_chains
@@ -319,10 +319,10 @@ class ZPath:
         where the kernel does not run (then ``z`` has not changed)."""
         from .._kernels._zspace import shifted_sweep
 
-        if not compiled_path(z.device):
+        if not compiled_path(z.device, _ZSPACE_SWEEP):
             return None
         z_new = z.numpy().copy()  # the chain's state stays as it was if the kernel fails
-        if not _run_rows(self.batch, shifted_sweep, state.numpy(), z_new,
+        if not _run_rows(self.batch, _ZSPACE_SWEEP, shifted_sweep, state.numpy(), z_new,
                          self.batch.base.numpy(), _stage(counters), self.LA.tok.numpy(),
                          table.numpy(), *self.batch.row_layout()):
             return None
@@ -334,12 +334,12 @@ class ZPath:
         kernel; False where it does not run (then nothing has changed)."""
         from .._kernels._zspace import geometric_sweep
 
-        if not compiled_path(z.device):
+        if not compiled_path(z.device, _GEOMETRIC_SWEEP):
             return False
         counts = c.long().numpy()  # fresh arrays: c changes only on success
         factor = torch.take(prior, c.long() * c.shape[1] + topics).numpy()
         z_new = z.numpy().copy()
-        if not _run_rows(self.batch, geometric_sweep, counts, factor, z_new,
+        if not _run_rows(self.batch, _GEOMETRIC_SWEEP, geometric_sweep, counts, factor, z_new,
                          self.batch.base.numpy(), _stage(counters), self.LA.tok.numpy(),
                          table.numpy(), prior.numpy(), *self.batch.row_layout()):
             return False
@@ -410,17 +410,18 @@ def _stage(counters):
     return np.uint64(counter_key(*counters) & 0xFFFFFFFFFFFFFFFF)
 
 
-def _run_rows(batch, kernel, *arrays):
+#: The compiled kernels' names, as their warnings say them.
+_ZSPACE_SWEEP, _GEOMETRIC_SWEEP, _SEQUENTIAL_DRAW = (
+    "z-space AIS sweep", "geometric ratio-AIS sweep", "left-to-right start of ratio-AIS")
+
+
+def _run_rows(batch, name, kernel, *arrays):
     """``kernel(*arrays, start, stop)`` over the batch's rows on ``n_jobs`` threads;
-    False (after the one warning) where a compiled kernel fails."""
+    False where the compiled kernel ``name`` failed (:func:`run_compiled`)."""
     from .._kernels._pool import run_over
 
-    try:
-        run_over(lambda start, stop: kernel(*arrays, start, stop), batch.n_rows)
-    except Exception as exc:  # noqa: BLE001 - whatever numba raises, fall back once
-        kernel_failure(exc)
-        return False
-    return True
+    return run_compiled(name, lambda: run_over(lambda start, stop: kernel(*arrays, start, stop),
+                                               batch.n_rows)) is not FAILED
 
 
 def sweep_collapsed(path, b, z, c, counters):
@@ -479,8 +480,8 @@ def draw_sequential(path, alpha, counters):
     u = batch.uniforms(*counters, dtype=torch.float64)
     table = torch.exp(path.log_word_table(1.0))
     logw = torch.zeros(batch.n_rows, dtype=torch.float64, device=z.device)
-    if not (compiled_path(z.device)
-            and _run_rows(batch, sequential_draw, state.numpy(), z.numpy(), u.numpy(),
+    if not (compiled_path(z.device, _SEQUENTIAL_DRAW)
+            and _run_rows(batch, _SEQUENTIAL_DRAW, sequential_draw, state.numpy(), z.numpy(), u.numpy(),
                           path.LA.tok.numpy(), table.numpy(), float(alpha.sum()),
                           *batch.row_layout(), logw.numpy())):
         state = alpha.expand(batch.n_rows, -1).clone()  # a failed kernel may have begun

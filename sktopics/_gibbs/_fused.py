@@ -43,8 +43,9 @@ def _have_triton():
     return importlib.util.find_spec("triton") is not None
 
 
-#: Set when the kernel failed to build or launch: the sweeps use the eager kernels.
-_failure = []
+#: (device type, BLOCK_K) configurations whose kernel failed to build or launch in
+#: this process, with what made them fail: their sweeps use the eager kernels.
+_failures = {}
 
 #: (device, BLOCK_K) configurations whose first launch ran to completion.
 _verified = set()
@@ -54,9 +55,15 @@ class FusedKernelError(RuntimeError):
     """The fused kernel failed to build or launch (a Triton too old, say)."""
 
 
+def _block_k(n_components):
+    """The kernel's topic lanes for ``n_components``: the next power of two."""
+    return 1 << max(0, int(n_components) - 1).bit_length()
+
+
 def fused_dense_available(device, n_components):
     """Whether :func:`fused_dense_chunk` can run for this device and K."""
-    if n_components > MAX_FUSED_TOPICS or _failure or not _have_triton():
+    if (n_components > MAX_FUSED_TOPICS or not _have_triton()
+            or (torch.device(device).type, _block_k(n_components)) in _failures):
         return False
     return torch.device(device).type == "cuda" or _interpreting()
 
@@ -114,7 +121,7 @@ def fused_dense_chunk(doc, word, z, theta_tab, phi_tab, n_dk, n_wk, n_k, alpha, 
         out = torch.empty(C, dtype=torch.int32, device=doc.device)
     if C == 0:
         return out
-    block_k = 1 << max(0, K - 1).bit_length()
+    block_k = _block_k(K)
     block_t = max(1, _TILE // block_k)
     grid = (-(-C // block_t),)
     try:
@@ -129,8 +136,10 @@ def fused_dense_chunk(doc, word, z, theta_tab, phi_tab, n_dk, n_wk, n_k, alpha, 
             torch.cuda.synchronize(doc.device)
             _verified.add(configuration)
     except Exception as exc:  # noqa: BLE001 - whatever Triton raises, fall back once
-        _failure.append(repr(exc))
-        warn(f"sktopics: the fused Gibbs kernel failed ({exc!r}); the sweeps use torch "
-             "operations from now on (slower on a GPU).", RuntimeWarning)
+        _failures[(doc.device.type, block_k)] = repr(exc)
+        warn(f"sktopics: the fused Gibbs kernel failed at {block_k} topic lanes on "
+             f"{doc.device.type} ({exc!r}); sweeps of {block_k // 2 + 1}-{block_k} topics "
+             "there use torch operations from now on in this process (slower on a GPU).",
+             RuntimeWarning)
         raise FusedKernelError(str(exc)) from exc
     return out

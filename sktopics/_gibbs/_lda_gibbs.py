@@ -12,8 +12,8 @@ import torch
 from .._base import BaseTopicModel
 from .._config import get_config
 from .._generative import DirichletPrior, GenerativeView, MixtureLikelihood
-from .._kernels import compiled_path, kernel_failure
-from .._random import stream_key
+from .._kernels import FAILED, compiled_path, run_compiled
+from .._random import bits, document_keys, stream_key
 from ..utils._devices import device_budget
 from ..utils._distributed import current_collective
 from ..utils._docstring import N_JOBS, fill_doc
@@ -88,7 +88,7 @@ def _no_compiled_kernels(device):
         return f"on {device.type}"
     if get_config()["cpu_kernels"] == "torch":
         return "with cpu_kernels='torch'"
-    return "here (numba is missing, or a compiled kernel failed earlier)"
+    return "here (numba is missing, or the sparse sweep's kernel failed earlier)"
 
 
 def _mh_chunk(device):
@@ -472,7 +472,7 @@ class LDAGibbs(BaseTopicModel):
     def _resolve_algorithm(self, device, collective=None):
         if self.algorithm == "auto":
             if (self.n_components >= _AUTO_SPARSE_FROM and collective is None
-                    and compiled_path(device)):
+                    and compiled_path(device, "sparse sweep")):
                 return "sparse"
             dense = self.n_components < _AUTO_MH_FROM or self._fast_dense(device)
             return "parallel" if dense else "mh"
@@ -481,7 +481,8 @@ class LDAGibbs(BaseTopicModel):
     def _fast_dense(self, device):
         """Whether the parallel sweep runs in a kernel of its own here (fused on a GPU,
         compiled on a CPU) rather than as torch operations."""
-        return fused_dense_available(device, self.n_components) or compiled_path(device)
+        return (fused_dense_available(device, self.n_components)
+                or compiled_path(device, "parallel sweep"))
 
     def _sample_sweeps(self, start, n_sweeps):
         """Sweeps (cumulative numbering) whose states are averaged."""
@@ -551,7 +552,7 @@ class LDAGibbs(BaseTopicModel):
                              "or 'mh' inside sktopics.distributed.data_parallel().")
         if collective is not None:
             algorithm = _agreed_algorithm(algorithm, self.algorithm, collective)
-        if algorithm == "sparse" and not compiled_path(device):
+        if algorithm == "sparse" and not compiled_path(device, "sparse sweep"):
             warn(f"algorithm='sparse' runs in the compiled CPU kernels only, which do not "
                  f"run {_no_compiled_kernels(device)}: the parallel sweep is used instead "
                  "(algorithm_='parallel').", UserWarning)
@@ -676,14 +677,13 @@ class LDAGibbs(BaseTopicModel):
     # --------------------------------------------------------------- inference
     def _transform(self, X):
         device = self.device_
-        if compiled_path(device):
-            try:
-                from .._kernels._pool import torch_on_one_thread
+        if compiled_path(device, "transform"):
+            from .._kernels._pool import torch_on_one_thread
 
-                with torch_on_one_thread():
-                    return self._transform_compiled(X)
-            except Exception as exc:  # noqa: BLE001 - whatever numba raises, fall back once
-                kernel_failure(exc)
+            with torch_on_one_thread():
+                doc_topic = run_compiled("transform", lambda: self._transform_compiled(X))
+            if doc_topic is not FAILED:
+                return doc_topic
         word_topic = torch.as_tensor(self.components_.T, dtype=torch.float32,
                                      device=device).contiguous()
         alpha = torch.as_tensor(self.doc_topic_prior_, dtype=torch.float64)
@@ -709,20 +709,22 @@ class LDAGibbs(BaseTopicModel):
         from .._kernels._infer import infer_documents
         from .._kernels._pool import run_over
 
-        # A document's random numbers are keyed by its cells: one canonical form (sorted,
-        # no duplicates, no explicit zeros) whatever the caller's matrix looks like.
+        # A document's random numbers are keyed by its counts and drawn for its tokens in
+        # column order: one canonical form (sorted, no duplicates, no explicit zeros)
+        # whatever the caller's matrix looks like.
         X = sp.csr_matrix(X, copy=True)
         X.sum_duplicates()
         X.data = np.rint(X.data)
         X.eliminate_zeros()
+        key = stream_key(getattr(self, "_transform_seed", 0), STREAMS["transform"], 0)
+        doc_keys = bits(torch.from_numpy(document_keys(X)), key).numpy()
         X = sp.csr_matrix((X.data.astype(np.int64), X.indices, X.indptr), shape=X.shape)
         word_topic = np.ascontiguousarray(self.components_.T, dtype=np.float32)
         alpha = np.asarray(self.doc_topic_prior_, dtype=np.float32)
-        key = stream_key(getattr(self, "_transform_seed", 0), STREAMS["transform"], 0)
         n_iter = self.transform_max_iter
         doc_topic = np.empty((X.shape[0], self.n_components))
-        run_over(lambda start, stop: infer_documents(X, word_topic, alpha, n_iter,
-                                                     n_iter // 2, key, doc_topic, start, stop),
+        run_over(lambda start, stop: infer_documents(X, word_topic, alpha, n_iter, n_iter // 2,
+                                                     doc_keys, doc_topic, start, stop),
                  offsets=np.cumsum(np.r_[0, X.sum(1).A1]))
         return doc_topic
 

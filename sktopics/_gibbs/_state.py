@@ -19,7 +19,7 @@ import numpy as np
 import scipy.sparse as sp
 import torch
 
-from .._kernels import compiled_path, kernel_failure
+from .._kernels import FAILED, compiled_path, run_compiled
 from ..utils._fingerprint import count_fingerprint
 
 __all__ = ["GibbsCorpus", "GibbsState", "chunk_bounds", "default_chunk"]
@@ -196,18 +196,16 @@ class GibbsState:
         by the compiled CPU kernel on ``n_jobs`` threads (no torch operation: on the CPU
         those would leave torch's threads spinning beside the kernels'); False where it
         does not run."""
-        if not compiled_path(self.corpus.device):
+        if not compiled_path(self.corpus.device, "topic counts"):
             return False
         from .._kernels._gibbs import count_topics
         from .._kernels._pool import n_threads
 
         corpus = self.corpus
-        try:
-            n_k = count_topics(corpus.doc.numpy(), corpus.word.numpy(), self.z.numpy(),
-                               corpus.word_start.numpy(), self.n_dk.numpy(),
-                               self._own_wk.numpy(), n_threads())
-        except Exception as exc:  # noqa: BLE001 - whatever numba raises, fall back once
-            kernel_failure(exc)
+        n_k = run_compiled("topic counts", lambda: count_topics(
+            corpus.doc.numpy(), corpus.word.numpy(), self.z.numpy(), corpus.word_start.numpy(),
+            self.n_dk.numpy(), self._own_wk.numpy(), n_threads()))
+        if n_k is FAILED:
             return False
         if with_totals:
             self.n_k = torch.from_numpy(n_k)

@@ -42,7 +42,7 @@ import math
 import numpy as np
 import torch
 
-from .._kernels import compiled_path, kernel_failure
+from .._kernels import FAILED, compiled_path, run_compiled
 from .._random import counter_uniform, stream_key
 from ._fused import FusedKernelError, fused_dense_available, fused_dense_chunk
 from ._state import chunk_bounds
@@ -199,7 +199,7 @@ def _compiled_draws(state, alpha, beta, key, new_z):
     """The sweep's draws by the compiled CPU kernel on ``n_jobs`` threads; False where
     it does not run."""
     corpus = state.corpus
-    if not compiled_path(corpus.device):
+    if not compiled_path(corpus.device, "parallel sweep"):
         return False
     from .._kernels._gibbs import parallel_draws
     from .._kernels._pool import run_over
@@ -208,14 +208,9 @@ def _compiled_draws(state, alpha, beta, key, new_z):
                                   state.n_k, alpha)]
     shift = _index_shift(corpus)
     out = new_z.numpy()
-    try:
-        run_over(lambda start, stop: parallel_draws(*arrays, beta, key, shift, out, start,
-                                                    stop),
-                 corpus.n_tokens)
-    except Exception as exc:  # noqa: BLE001 - whatever numba raises, fall back once
-        kernel_failure(exc)
-        return False
-    return True
+    return run_compiled("parallel sweep", lambda: run_over(
+        lambda start, stop: parallel_draws(*arrays, beta, key, shift, out, start, stop),
+        corpus.n_tokens)) is not FAILED
 
 
 def _eager_draws(state, alpha, beta, key, new_z, chunk):
@@ -368,7 +363,7 @@ def _compiled_mh_draws(state, word_proposal, alpha, alpha_cum, beta, keys, new_z
     """The MH sweep's draws by the compiled CPU kernel on ``n_jobs`` threads; False
     where it does not run."""
     corpus = state.corpus
-    if not compiled_path(corpus.device):
+    if not compiled_path(corpus.device, "MH sweep"):
         return False
     from .._kernels._gibbs import gather, mh_draws
     from .._kernels._pool import run_over
@@ -381,7 +376,8 @@ def _compiled_mh_draws(state, word_proposal, alpha, alpha_cum, beta, keys, new_z
     proposal = tables[1] if word_proposal is None else word_proposal.numpy()
     shift = _index_shift(corpus)
     out = new_z.numpy()
-    try:
+
+    def draws():
         z_by_doc = gather(arrays[2], corpus.doc_perm.numpy())
         frozen = [arrays[2]] + host((corpus.word_start, corpus.word_length)) + [z_by_doc] \
             + host((corpus.doc_start, corpus.doc_length))
@@ -389,10 +385,8 @@ def _compiled_mh_draws(state, word_proposal, alpha, alpha_cum, beta, keys, new_z
                                               alpha.numpy(), alpha_cum.numpy(), beta, keys,
                                               shift, out, start, stop),
                  corpus.n_tokens)
-    except Exception as exc:  # noqa: BLE001 - whatever numba raises, fall back once
-        kernel_failure(exc)
-        return False
-    return True
+
+    return run_compiled("MH sweep", draws) is not FAILED
 
 
 def _eager_mh_draws(state, word_proposal, alpha, alpha_cum, beta, keys, new_z, chunk):
@@ -458,7 +452,7 @@ def sparse_sweep(state, alpha, beta, seed, sweep, n_parts=None):
     run (the caller then sweeps another way).
     """
     corpus = state.corpus
-    if not compiled_path(corpus.device):
+    if not compiled_path(corpus.device, "sparse sweep"):
         return False
     from .._kernels._gibbs import gather
     from .._kernels._pool import n_threads, run_parts, split_by_weight, split_evenly
@@ -478,7 +472,8 @@ def sparse_sweep(state, alpha, beta, seed, sweep, n_parts=None):
     row_start = word_row_starts(state.word_totals, K)
     parts = split_by_weight(doc_start, n_parts or sparse_parts(corpus.n_tokens))
     threads = n_threads()
-    try:
+
+    def draws():
         codes = np.empty(row_start[-1], np.int64)
         n_nonzero = np.empty(corpus.n_features, np.int32)
         run_parts(lambda a, b: build_word_rows(n_wk, word_start, z_word, K, row_start, codes,
@@ -491,9 +486,11 @@ def sparse_sweep(state, alpha, beta, seed, sweep, n_parts=None):
         run_parts(lambda a, b: sparse_draws(*arrays, a, b), parts, threads)
         new_z = torch.empty_like(state.z)
         scatter(z, doc_perm, new_z.numpy())
-    except Exception as exc:  # noqa: BLE001 - whatever numba raises, fall back once
-        state.rebuild_counts()  # the partitions' documents' counts had moved
-        kernel_failure(exc)
+        return new_z
+
+    # A failure leaves the partitions' documents' counts moved: they are recounted.
+    new_z = run_compiled("sparse sweep", draws, undo=state.rebuild_counts)
+    if new_z is FAILED:
         return False
     state.z = new_z
     state.rebuild_counts()  # the partitions' moves merged

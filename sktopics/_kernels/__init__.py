@@ -20,6 +20,6 @@ Maths and plumbing of the kernels only: imports numpy, numba and torch, and of
 sktopics only :mod:`sktopics._config` and :mod:`sktopics.utils`; never scikit-learn.
 """
 
-from ._jit import compiled_path, kernel_failure
+from ._jit import FAILED, compiled_path, run_compiled
 
-__all__ = ["compiled_path", "kernel_failure"]
+__all__ = ["FAILED", "compiled_path", "run_compiled"]

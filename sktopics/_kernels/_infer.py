@@ -8,22 +8,23 @@ iterations after the burn-in, the posterior mean of ``theta``. The first iterati
 draws the tokens in turn given the ones drawn before them (no token to exclude yet).
 
 Documents are independent: each is sampled whole (its counts stay in cache) on one
-of ``n_jobs`` threads. Every uniform is keyed by the model's seed and the
-document's own tokens (not its row number), so a document's estimate is the same in
-any batch, at any position, on any number of threads.
+of ``n_jobs`` threads. Every uniform is keyed by the document's key, the model's seed
+mixed with the document's counts (:func:`~sktopics._random.document_keys`, the
+evaluators' keys), not by its row number, so a document's estimate is the same in any
+batch, at any position, on any number of threads.
 """
 
 import numpy as np
 
 from ._inversion import LANES, inversion_buffers
 from ._jit import jit
-from ._random import counter_uniform, mix
+from ._random import counter_uniform
 
 __all__ = ["infer_documents"]
 
 
 @jit
-def _infer_documents(indptr, indices, counts, word_topic, alpha, n_iter, n_burn, key, out,
+def _infer_documents(indptr, indices, counts, word_topic, alpha, n_iter, n_burn, doc_keys, out,
                      start, stop):
     K = word_topic.shape[1]
     L = LANES
@@ -44,12 +45,9 @@ def _infer_documents(indptr, indices, counts, word_topic, alpha, n_iter, n_burn,
     words = np.empty(longest, np.int32)
     z = np.empty(longest, np.int32)
     for d in range(start, stop):
-        # The document's tokens, and its key: the model's key mixed with its cells.
-        doc_key = key
+        doc_key = doc_keys[d]
         n = 0
         for c in range(indptr[d], indptr[d + 1]):
-            doc_key = mix(doc_key ^ (np.uint64(indices[c]) * np.uint64(0x100000001B3)
-                                     + np.uint64(counts[c])))
             for _ in range(counts[c]):
                 words[n] = indices[c]
                 n += 1
@@ -103,10 +101,10 @@ def _infer_documents(indptr, indices, counts, word_topic, alpha, n_iter, n_burn,
             out[d, k] = (mean + alpha[k]) / (n + alpha_sum)
 
 
-def infer_documents(X, word_topic, alpha, n_iter, n_burn, key, out, start, stop):
+def infer_documents(X, word_topic, alpha, n_iter, n_burn, doc_keys, out, start, stop):
     """Rows ``start:stop`` of ``out`` (float64, (D, K)): the posterior mean of theta of
     the documents of the CSR matrix ``X`` (integer counts) given ``word_topic``
-    (float32 (V, K), ``phi`` transposed) and ``alpha`` (float32 (K,)); ``key`` from
-    :func:`~sktopics._random.stream_key`."""
+    (float32 (V, K), ``phi`` transposed) and ``alpha`` (float32 (K,)); ``doc_keys``
+    (int64 (D,)) key each document's uniforms."""
     _infer_documents(X.indptr, X.indices, X.data, word_topic, alpha, n_iter, n_burn,
-                     np.uint64(key & 0xFFFFFFFFFFFFFFFF), out, start, stop)
+                     doc_keys.view(np.uint64), out, start, stop)

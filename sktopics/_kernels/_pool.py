@@ -100,6 +100,10 @@ def run_parts(kernel, parts, n_workers=None):
     global _executor, _workers
     with _lock:
         if _executor is None or _workers < n_workers - 1:
+            if _executor is not None:
+                # A call in another thread may still be running on the old one: its
+                # threads finish their work, then exit.
+                _executor.shutdown(wait=False)
             _workers = max(n_workers - 1, (os.cpu_count() or 1) - 1)
             _executor = concurrent.futures.ThreadPoolExecutor(
                 max_workers=_workers, thread_name_prefix="sktopics-kernel")

@@ -4,7 +4,7 @@ import numpy as np
 
 from ._jit import jit
 
-__all__ = ["counter_uniform", "keyed_uniform32", "keyed_uniform64", "mix"]
+__all__ = ["counter_uniform", "counter_uniform64", "keyed_uniform32", "keyed_uniform64", "mix"]
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _MIX1 = np.uint64(0xBF58476D1CE4E5B9)
@@ -24,6 +24,15 @@ def counter_uniform(key, index):
     """:func:`sktopics._random.counter_uniform` of one int counter (``key`` as uint64)."""
     x = mix(np.uint64(index) * _GOLDEN + key)
     return np.float32(x >> np.uint64(40)) * np.float32(1.0 / 16777216)
+
+
+@jit(inline=True)
+def counter_uniform64(key, index):
+    """A float64 uniform in [0, 1) with 53 random bits, for draws against float64 masses:
+    the top 53 bits of the hash whose top 24 :func:`counter_uniform` takes (so it is
+    that number, refined)."""
+    x = mix(np.uint64(index) * _GOLDEN + key)
+    return np.float64(x >> np.uint64(11)) * (1.0 / 9007199254740992.0)
 
 
 @jit(inline=True)

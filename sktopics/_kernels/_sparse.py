@@ -10,7 +10,10 @@ A token's collapsed conditional splits into three buckets,
 (counts without the token). ``s`` and ``r`` are kept up to date as the counts move,
 ``q`` is summed over the word's non-zero topics with the cached coefficients
 ``(alpha_k + n_dk) / (n_k + V beta)``, and one uniform picks the bucket and the topic
-in it: a draw costs the word's and the document's non-zero topics, not ``K``.
+in it: a draw costs the word's and the document's non-zero topics, not ``K``. The
+uniform has 53 random bits, as many as the float64 masses it is compared with (24
+would put a topic whose share of the mass is under 2**-24 out of reach, and round
+every other's by up to as much).
 
 A word's topic counts are a row of codes ``count << 32 | topic`` sorted in descending
 order (largest counts first, so that the walk that picks a topic in ``q`` ends early;
@@ -35,7 +38,7 @@ partition, ``K + V`` and the non-zero entries of its words' rows.
 import numpy as np
 
 from ._jit import jit
-from ._random import counter_uniform
+from ._random import counter_uniform64
 
 __all__ = ["build_word_rows", "scatter", "sparse_draws", "word_row_starts"]
 
@@ -202,7 +205,7 @@ def _sweep_part(doc_perm, doc_start, word, z, n_dk, frozen, frozen_nonzero, row_
             if codes[j] < _ONE:
                 end -= 1
             number = doc_perm[i] + shift[w] if shift.shape[0] else doc_perm[i]
-            u = np.float64(counter_uniform(key, number)) * (smooth + doc_mass + word_mass)
+            u = counter_uniform64(key, number) * (smooth + doc_mass + word_mass)
             if u < word_mass:
                 j = a
                 while j < end - 1:

@@ -17,8 +17,9 @@ what the recorded step does). Setting the environment variable
 ``SKTOPICS_CUDA_GRAPHS=0`` turns them off. A capture that fails (an operation that
 synchronises with the host, an old driver, an autograd graph of the parameters kept
 alive from outside the fit) warns once, and training goes on eagerly; after
-:data:`MAX_FAILURES` failed captures in a process, fits stop trying (the warning of
-the last one says so).
+:data:`MAX_FAILURES` failed captures of one model's step with one kind of error in a
+process, fits of that model stop trying (the warning of the last one says so), while
+other models' fits go on recording theirs.
 
 The capture itself is a small backend (:class:`CUDAGraphBackend`), so that the
 padding, the bookkeeping and the fallback run in tests on any device with a
@@ -32,7 +33,8 @@ import torch
 
 from ..utils._warnings import warn
 
-__all__ = ["CUDAGraphBackend", "EagerBackend", "GraphedSteps", "nnz_capacity", "use_graphs"]
+__all__ = ["CUDAGraphBackend", "EagerBackend", "GraphedSteps", "nnz_capacity", "step_kind",
+           "use_graphs"]
 
 #: Eager steps of each capacity before its capture (CUDA needs warmed-up kernels,
 #: and the optimiser's state must exist before it is recorded).
@@ -44,7 +46,8 @@ MAX_GRAPHS = 4
 #: The smallest capacity, in non-zeros.
 MIN_CAPACITY = 1024
 
-#: Failed captures in a process after which no fit tries again.
+#: Failed captures of one model's step, with one kind of error, in a process, after
+#: which its fits stop trying.
 MAX_FAILURES = 3
 
 _CAPTURE_LOCK = threading.Lock()
@@ -53,17 +56,25 @@ _CAPTURE_LOCK = threading.Lock()
 # may have left references to its graph in torch.
 _FAILED_GRAPHS = []
 
-# Failed captures so far in this process, any backend.
-_failures = 0
+# Failed captures so far in this process, any backend: (model, error type) -> count.
+_failures = {}
 _FAILURES_LOCK = threading.Lock()
 
 
-def _count_failure():
-    """Count a failed capture; returns whether fits stop trying from now on."""
-    global _failures
+def _count_failure(model, exc):
+    """Count a failed capture of ``model``'s step (its :func:`step_kind`) that raised
+    ``exc``; returns whether that model's fits stop trying from now on."""
+    key = (model, type(exc).__name__)
     with _FAILURES_LOCK:
-        _failures += 1
-        return _failures == MAX_FAILURES
+        _failures[key] = _failures.get(key, 0) + 1
+        return _failures[key] == MAX_FAILURES
+
+
+def step_kind(module):
+    """Which model's step a capture records: the module's class with its decoder's
+    (AVITM and ProdLDA share a ``TopicVAE`` with different decoders)."""
+    decoder = getattr(module, "decoder", None)
+    return type(module).__name__ + ("" if decoder is None else f"/{type(decoder).__name__}")
 
 
 def nnz_capacity(nnz):
@@ -71,10 +82,14 @@ def nnz_capacity(nnz):
     return max(MIN_CAPACITY, 1 << max(int(nnz) - 1, 0).bit_length())
 
 
-def use_graphs(device, collective):
-    """Whether training steps on ``device`` can be replayed from CUDA graphs (the
-    net also checks that no callback of the user's is present)."""
-    if os.environ.get("SKTOPICS_CUDA_GRAPHS", "1") == "0" or _failures >= MAX_FAILURES:
+def use_graphs(device, collective, model=None):
+    """Whether training steps of ``model`` (its :func:`step_kind`) on ``device`` can be
+    replayed from CUDA graphs (the net also checks that no callback of the user's is
+    present)."""
+    if os.environ.get("SKTOPICS_CUDA_GRAPHS", "1") == "0":
+        return False
+    if any(count >= MAX_FAILURES for (failed, _), count in _failures.items()
+           if failed == model):
         return False
     return torch.device(device).type == "cuda" and collective is None
 
@@ -233,13 +248,14 @@ class GraphedSteps:
                 self._set_capturable(True)
                 replay = self.backend.capture(lambda: self._recorded_step(static))
             except Exception as exc:  # noqa: BLE001 -- any failure means: train eagerly
-                last = _count_failure()
+                last = _count_failure(step_kind(self.net.module_), exc)
                 self.failed = True
                 self.close()  # also drops the gradients the failed capture left
                 warn(f"Recording the training step as a CUDA graph failed ({exc!s:.200}); "
                      "training goes on without graphs."
-                     + (f" After {MAX_FAILURES} failed captures, later fits in this process "
-                        "train without graphs too." if last else ""), RuntimeWarning)
+                     + (f" After {MAX_FAILURES} such failed captures, later fits of this "
+                        "model in this process train without graphs too." if last else ""),
+                     RuntimeWarning)
                 return None
             finally:
                 self._set_capturable(False)

@@ -16,7 +16,7 @@ from skorch.callbacks import Callback, EpochTimer, PassthroughScoring, PrintLog
 from skorch.dataset import unpack_data
 
 from ..utils._interrupt import stop_now
-from ._graphs import CUDAGraphBackend, GraphedSteps, use_graphs
+from ._graphs import CUDAGraphBackend, GraphedSteps, step_kind, use_graphs
 from ._norm_statistics import whole_set_statistics
 from ._sparse import SparseRows
 
@@ -57,7 +57,7 @@ class TopicNet(NeuralNet):
     _graphs = None
 
     def fit_loop(self, X, y=None, epochs=None, **fit_params):
-        graphs = (use_graphs(self.device, self.collective)
+        graphs = (use_graphs(self.device, self.collective, step_kind(self.module_))
                   and self.optimizer_.defaults.get("fused")
                   and all(isinstance(callback, _OWN_CALLBACKS) for _, callback in self.callbacks_))
         self._graphs = GraphedSteps(self, self.graph_backend(self.device)) if graphs else None
