@@ -39,12 +39,27 @@ FAST_PARAMS = {
                 device=TEST_DEVICE),
 }
 
+#: The defaults users run, for scikit-learn's checks: only the epochs cut (the
+#: neural models) and the smallest structures (PAMVI, MoLDA), so that the default
+#: architecture and batch size are what the checks see.
+DEFAULT_PARAMS = {
+    AVITM: dict(max_iter=2, device=TEST_DEVICE),
+    ProdLDA: dict(max_iter=2, device=TEST_DEVICE),
+    LDAGibbs: dict(device=TEST_DEVICE),
+    PAMVI: dict(structure=(2, 3), max_iter=2, device=TEST_DEVICE),
+    MoLDA: dict(component_sizes=(2, 3), max_iter=2, device=TEST_DEVICE),
+}
+
 #: {estimator class: {check name: reason}}
 EXPECTED_FAILED_CHECKS = {}
 
 
 def fast_instances():
     return [cls(**params) for cls, params in FAST_PARAMS.items()]
+
+
+def default_instances():
+    return [cls(**params) for cls, params in DEFAULT_PARAMS.items()]
 
 
 def expected_failed_checks(estimator):

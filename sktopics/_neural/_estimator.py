@@ -21,7 +21,7 @@ from ..utils._validation import check_doc_topic_prior
 from ..utils._warnings import warn
 from ._convergence import MIN_STEPS, undertrained
 from ._data import CSRBatchIterator, CSRDataset, natural_batches
-from ._modules import ACTIVATIONS, InferenceNetwork, TFBatchNorm, TopicVAE
+from ._modules import ACTIVATIONS, InferenceNetwork, TFBatchNorm, TopicVAE, float64_call
 from ._net import EpochMonitor, TopicNet
 from ._norm_statistics import measure_batch_norms
 
@@ -365,7 +365,7 @@ class NeuralTopicModel(BaseTopicModel):
         start = 0
         with torch.no_grad(), evaluation_mode(self.net_.module_) as module:
             for batch in self._batches(X):
-                mu, _ = module.encoder(batch)
+                mu, _ = float64_call(module.encoder, batch)  # the same in any batch
                 stop = start + mu.shape[0]
                 doc_topic[start:stop] = torch.softmax(mu.double(), dim=-1).cpu().numpy()
                 start = stop
@@ -423,8 +423,8 @@ class EncoderProposal:
         self.encoder = FrozenModule(encoder)
 
     def __call__(self, x):
-        with torch.no_grad():
-            mu, logvar = self.encoder.on(x.device)(x.to(torch.float32))
+        with torch.no_grad():  # in float64: a document's result is the same in any batch
+            mu, logvar = float64_call(self.encoder.on(x.device), x.to(torch.float64))
         loc, scale = self._flat(mu, logvar)
         return loc.to(x.dtype), scale.to(x.dtype)
 

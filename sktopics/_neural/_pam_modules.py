@@ -25,7 +25,7 @@ import torch
 from torch import nn
 
 from ._losses import gaussian_kl, mixture_nll, topic_word_log_prior
-from ._modules import ACTIVATIONS, Dropout, MixtureDecoder, TFBatchNorm
+from ._modules import ACTIVATIONS, Dropout, MixtureDecoder, TFBatchNorm, float64_call
 from ._sparse import InputLinear, SparseRows
 
 __all__ = [
@@ -304,14 +304,12 @@ class PAMVAE(nn.Module):
     def mean_node_probs(self, x):
         """Node distributions at the posterior means, ``softmax(mu)`` (inference read-out).
 
-        Computed in float64 (a float64 view of the encoder's parameters), so that a
+        Computed in float64 (:func:`~._modules.float64_call`), so that a
         document's proportions do not depend, even at float32 round-off level, on
         the other documents of its batch.
         """
-        state = {name: value.double() if value.is_floating_point() else value
-                 for name, value in self.encoder.state_dict(keep_vars=True).items()}
         x = x if isinstance(x, SparseRows) else x.double()
-        mus, _ = torch.func.functional_call(self.encoder, state, (x,))
+        mus, _ = float64_call(self.encoder, x)
         return self.node_probs(mus)
 
     def kl(self, mus, logvars):
