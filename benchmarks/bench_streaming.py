@@ -12,9 +12,10 @@ Two sections, each case in a fresh process, peak resident memory sampled by
     freed (large temporaries then come from the heap, which fragments), and with
     ``MALLOC_MMAP_THRESHOLD_=131072``, which keeps it fixed.
 ``evaluation``
-    ``transform`` and ``score`` of 100,000 such documents (80 tokens each) by
-    LDAGibbs and ProdLDA (K = 20) fitted on 5,000 of them. The goal: the rise of the
-    peak is at most 1.5 times the CSR matrix plus the output.
+    ``transform``, ``score`` and ``score_samples`` of 100,000 such documents (80
+    tokens each) by each estimator fitted on 5,000 of them (LDAGibbs, ProdLDA and
+    AVITM with K = 20, PAMVI with 5 / 20, MoLDA with two components of 10). The goal:
+    the rise of the peak is at most 1.5 times the CSR matrix plus the output.
 
 Writes ``benchmarks/results/streaming.{json,rst}``; a section not run keeps its rows
 from the previous results file, each section with the commit and machine load it
@@ -46,7 +47,7 @@ import gc, json, sys, time
 sys.path.insert(0, sys.argv[1])
 import torch
 from _common import PeakRSS
-from sktopics import LDAGibbs, ProdLDA
+from sktopics import AVITM, PAMVI, LDAGibbs, MoLDA, ProdLDA
 from sktopics.datasets import make_lda_corpus
 torch.set_num_threads(1)
 section, args = sys.argv[2], sys.argv[3:]
@@ -69,10 +70,12 @@ else:
     name, what = args
     X = make_lda_corpus(n_samples=100_000, n_features=2000, n_components=20, doc_length=80,
                         random_state=1)[0]
-    if name == "LDAGibbs":
-        model = LDAGibbs(20, max_iter=20, device="cpu", random_state=0).fit(X[:5000])
-    else:
-        model = ProdLDA(20, max_iter=2, batch_size=200, device="cpu", random_state=0).fit(X[:5000])
+    neural = dict(max_iter=2, batch_size=200, device="cpu", random_state=0)
+    model = {"LDAGibbs": lambda: LDAGibbs(20, max_iter=20, device="cpu", random_state=0),
+             "ProdLDA": lambda: ProdLDA(20, **neural), "AVITM": lambda: AVITM(20, **neural),
+             "PAMVI": lambda: PAMVI(structure=(5, 20), **neural),
+             "MoLDA": lambda: MoLDA(component_sizes=(10, 10), **neural)}[name]()
+    model.fit(X[:5000])
     gc.collect()
     with PeakRSS(interval=0.005) as rss:
         tic = time.perf_counter()
@@ -151,8 +154,9 @@ def main():
                 result = {"rows": rows, "growth": growth}
             else:
                 result = {"rows": [_run("evaluation", model, call)
-                                   for model in ("LDAGibbs", "ProdLDA")
-                                   for call in ("transform", "score")]}
+                                   for model in ("LDAGibbs", "ProdLDA", "AVITM", "PAMVI",
+                                                 "MoLDA")
+                                   for call in ("transform", "score", "score_samples")]}
         payload[name] = {**result, "machine": info, "load": load.summary()}
     write_results(args.output_name, payload, report, directory=args.output_dir)
 
@@ -178,7 +182,8 @@ def report(payload):
                   + ".", ""]
     evaluation = payload.get("evaluation")
     if evaluation:
-        lines += ["## transform and score of 100,000 documents (80 tokens each)", "",
+        lines += ["## transform, score and score_samples of 100,000 documents (80 tokens each)",
+                  "",
                   _ran_at(evaluation), "",
                   "`ratio`: the rise of the peak over the CSR matrix plus the output "
                   "(goal: at most 1.5).", "",

@@ -520,7 +520,7 @@ def test_pickling_leaves_the_model_unchanged():
 
 
 def test_document_blocks_bound_documents_and_cells():
-    from sktopics._gibbs._infer import document_blocks
+    from sktopics.utils._blocks import document_blocks
 
     # 6 documents of 5, 0, 7, 1, 7 and 20 cells
     indptr = np.array([0, 5, 5, 12, 13, 20, 40], dtype=np.int32)

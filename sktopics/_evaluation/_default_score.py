@@ -6,6 +6,7 @@ import scipy.sparse as sp
 import torch
 
 from .._random import root_key
+from ..utils._blocks import evaluation_blocks
 from ._importance import importance_sampling
 from ._smc import sequential_mixture, smc_log_likelihood
 
@@ -48,9 +49,24 @@ def default_log_likelihood(view, X_csr, device="cpu"):
     log_likelihood : ndarray of shape (n_documents,)
         Estimated log p(w_d) of each document (natural log); 0 for a document
         without tokens (the probability of the empty document given its length).
+
+    Notes
+    -----
+    The documents are read in blocks (:mod:`sktopics.utils._blocks`): beside the
+    input and the output, memory is that of one block, whatever their number. A
+    document's estimate does not depend on the block it is read in.
     """
-    X = sp.csr_matrix(X_csr, dtype=np.float64)
+    X = sp.csr_matrix(X_csr)
     device = torch.device(device)
+    out = np.zeros(X.shape[0])
+    for start, stop in evaluation_blocks(X, device):
+        out[start:stop] = _block_log_likelihood(view, X[start:stop], device)
+    return out
+
+
+def _block_log_likelihood(view, X, device):
+    """:func:`default_log_likelihood` of one block of documents."""
+    X = sp.csr_matrix(X, dtype=np.float64)
     nonempty = np.flatnonzero(np.asarray(X.sum(axis=1)).ravel() > 0)
     out = np.zeros(X.shape[0])
     if nonempty.size == 0:

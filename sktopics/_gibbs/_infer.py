@@ -37,7 +37,7 @@ import torch
 
 from .._random import marsaglia_tsang
 
-__all__ = ["CellCorpus", "document_blocks", "log_gamma", "infer_doc_topic"]
+__all__ = ["CellCorpus", "log_gamma", "infer_doc_topic"]
 
 #: Widths of the sub-cells a cell is split into (see :class:`CellCorpus`).
 _WIDTHS = (1, 2, 3, 4, 8)
@@ -47,27 +47,6 @@ _CHUNK_ELEMENTS = 1 << 19
 _SHARED_COUNTS = 32
 #: Iterations whose Gamma tables are drawn in one call (see SharedGammas).
 _TABLE_ITERATIONS = 16
-
-
-def document_blocks(indptr, max_docs, max_cells):
-    """``(start, stop)`` ranges of consecutive documents, each with at most ``max_docs``
-    documents and ``max_cells`` non-zero cells (but at least one document).
-
-    Parameters
-    ----------
-    indptr : ndarray
-        A CSR matrix's row pointers.
-    max_docs, max_cells : int
-    """
-    n_docs = len(indptr) - 1
-    blocks, start = [], 0
-    while start < n_docs:
-        limit = int(indptr[start]) + int(max_cells)  # Python ints: int32 pointers overflow
-        last = int(np.searchsorted(indptr, limit, side="right")) - 1
-        stop = min(max(last, start + 1), start + max_docs, n_docs)
-        blocks.append((start, stop))
-        start = stop
-    return blocks
 
 
 class CellCorpus:

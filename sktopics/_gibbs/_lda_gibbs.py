@@ -14,6 +14,7 @@ from .._config import get_config
 from .._generative import DirichletPrior, GenerativeView, MixtureLikelihood
 from .._kernels import FAILED, compiled_path, run_compiled
 from .._random import bits, document_keys, stream_key
+from ..utils._blocks import document_blocks, evaluation_blocks
 from ..utils._devices import device_budget
 from ..utils._distributed import current_collective
 from ..utils._docstring import N_JOBS, fill_doc
@@ -26,7 +27,7 @@ from ._chain import ChainMemory, draw_given_topics
 from ._fused import fused_dense_available
 from ._hyper import optimize_alpha, optimize_beta
 from ._infer import _CHUNK_ELEMENTS as _INFER_CHUNK_ELEMENTS
-from ._infer import CellCorpus, document_blocks, infer_doc_topic
+from ._infer import CellCorpus, infer_doc_topic
 from ._state import GibbsCorpus, GibbsState, default_chunk
 from ._sweeps import (
     STREAMS,
@@ -705,31 +706,39 @@ class LDAGibbs(BaseTopicModel):
 
     def _transform_compiled(self, X):
         """``transform`` by the compiled CPU kernel: collapsed Gibbs per document, the
-        documents shared out over ``n_jobs`` threads."""
-        from .._kernels._infer import infer_documents
-        from .._kernels._pool import run_over
-
-        # A document's random numbers are keyed by its counts and drawn for its tokens in
-        # column order: one canonical form (sorted, no duplicates, no explicit zeros)
-        # whatever the caller's matrix looks like.
-        X = sp.csr_matrix(X, copy=True)
-        X.sum_duplicates()
-        X.data = np.rint(X.data)
-        X.eliminate_zeros()
+        documents shared out over ``n_jobs`` threads, in blocks of documents (memory
+        beyond the output stays bounded)."""
         key = stream_key(getattr(self, "_transform_seed", 0), STREAMS["transform"], 0)
-        doc_keys = bits(torch.from_numpy(document_keys(X)), key).numpy()
-        X = sp.csr_matrix((X.data.astype(np.int64), X.indices, X.indptr), shape=X.shape)
         word_topic = np.ascontiguousarray(self.components_.T, dtype=np.float32)
         alpha = np.asarray(self.doc_topic_prior_, dtype=np.float32)
-        n_iter = self.transform_max_iter
         doc_topic = np.empty((X.shape[0], self.n_components))
-        run_over(lambda start, stop: infer_documents(X, word_topic, alpha, n_iter, n_iter // 2,
-                                                     doc_keys, doc_topic, start, stop),
-                 offsets=np.cumsum(np.r_[0, X.sum(1).A1]))
+        for first, last in evaluation_blocks(X):
+            _infer_block(X[first:last], word_topic, alpha, self.transform_max_iter, key,
+                         doc_topic[first:last])
         return doc_topic
 
     def _generative_view(self):
         return _lda_view(self.components_, self.doc_topic_prior_)
+
+
+def _infer_block(X, word_topic, alpha, n_iter, key, out):
+    """``out`` (a view of the output): the compiled transform of the documents of ``X``
+    on ``n_jobs`` threads."""
+    from .._kernels._infer import infer_documents
+    from .._kernels._pool import run_over
+
+    # A document's random numbers are keyed by its counts and drawn for its tokens in
+    # column order: one canonical form (sorted, no duplicates, no explicit zeros)
+    # whatever the caller's matrix looks like.
+    X = sp.csr_matrix(X, dtype=np.float64, copy=True)
+    X.sum_duplicates()
+    X.data = np.rint(X.data)
+    X.eliminate_zeros()
+    doc_keys = bits(torch.from_numpy(document_keys(X)), key).numpy()
+    X = sp.csr_matrix((X.data.astype(np.int64), X.indices, X.indptr), shape=X.shape)
+    run_over(lambda start, stop: infer_documents(X, word_topic, alpha, n_iter, n_iter // 2,
+                                                 doc_keys, out, start, stop),
+             offsets=np.cumsum(np.r_[0, X.sum(1).A1]))
 
 
 def _agreed_algorithm(algorithm, asked, collective):

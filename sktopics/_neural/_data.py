@@ -55,8 +55,16 @@ class DeviceCSR:
         fits = X.nnz <= device_budget(self.device, _RESIDENT_ELEMENTS)
         self.storage = self.device if fits else torch.device("cpu")
         self.columns = X.indices
-        # On the CPU this shares the matrix's own array (float32 data: no copy at all).
-        self.values = torch.as_tensor(X.data, dtype=torch.float32).to(self.storage)
+        # On the CPU the matrix's own values (no copy; torch refuses to share a
+        # read-only array), cast to float32 a batch at a time; a GPU holds them in
+        # float32.
+        shared = self.storage.type == "cpu" and X.data.flags.writeable
+        self.values = (torch.as_tensor(X.data) if shared
+                       else torch.as_tensor(X.data, dtype=torch.float32).to(self.storage))
+
+    def _batch_values(self, positions):
+        """The float32 values at ``positions`` of the non-zeros."""
+        return self.values.index_select(0, positions).to(torch.float32)
 
     def _layout(self, batches):
         """Host-side positions of a sequence of row batches' non-zeros.
@@ -128,11 +136,11 @@ class DeviceCSR:
             by_position = positions.index_select(0, order)
             yield SparseRows(
                 *(t.to(self.device, non_blocking=True) for t in (
-                    entry_rows, columns, self.values.index_select(0, positions), row_bounds)),
+                    entry_rows, columns, self._batch_values(positions), row_bounds)),
                 shape=(len(rows), self.shape[1]),
                 by_column=ColumnMajor(*(t.to(self.device, non_blocking=True) for t in (
                     present, column_bounds, order, entry_rows.index_select(0, order),
-                    self.values.index_select(0, by_position)))),
+                    self._batch_values(by_position)))),
             )
 
 

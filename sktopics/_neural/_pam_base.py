@@ -182,30 +182,39 @@ class PAMTopicModel(NeuralTopicModel):
                 marginals = module.reach(probs)
                 yield [p.cpu().numpy() for p in probs], [m.cpu().numpy() for m in marginals]
 
-    def _levels(self, X):
-        node_parts, marginal_parts = [], []
+    def _levels(self, X, which):
+        """Every document's ``which``: ``"nodes"`` (each level's node distributions),
+        ``"marginals"`` (each level's marginal) or ``"leaves"`` (the last level's
+        marginal alone), as a list of arrays filled batch by batch (memory: the
+        output and one batch)."""
+        structure = self.structure_
+        n_levels = len(structure.levels)
+        levels = [n_levels - 1] if which == "leaves" else range(n_levels)
+        shapes = ([mask.shape for mask in structure.masks] if which == "nodes"
+                  else [(k,) for k in structure.levels])
+        out = [np.empty((X.shape[0],) + shapes[level]) for level in levels]
+        start = 0
         for node_probs, marginals in self._iter_levels(X):
-            node_parts.append(node_probs)
-            marginal_parts.append(marginals)
-        n_levels = len(self.structure_.levels)
-        if not node_parts:
-            return ([np.empty((0,) + m.shape) for m in self.structure_.masks],
-                    [np.empty((0, k)) for k in self.structure_.levels])
-        nodes = [np.concatenate([p[i] for p in node_parts]) for i in range(n_levels)]
-        marginals = [np.concatenate([p[i] for p in marginal_parts]) for i in range(n_levels)]
+            parts = node_probs if which == "nodes" else marginals
+            stop = start + parts[0].shape[0]
+            for array, level in zip(out, levels):
+                array[start:stop] = parts[level]
+            start = stop
         # Documents without tokens: the prior means of every node.
         empty = np.asarray(X.sum(axis=1)).ravel() <= 0
         if empty.any():
-            prior_nodes = [a / a.sum(axis=1, keepdims=True) for a in self.level_priors_]
-            prior_marginals = self.structure_.leaf_marginals(prior_nodes)
-            for level in range(n_levels):
-                nodes[level][empty] = prior_nodes[level]
-                marginals[level][empty] = prior_marginals[level]
-        marginals = [m / m.sum(axis=1, keepdims=True) for m in marginals]
-        return nodes, marginals
+            prior = [a / a.sum(axis=1, keepdims=True) for a in self.level_priors_]
+            if which != "nodes":
+                prior = structure.leaf_marginals(prior)
+            for array, level in zip(out, levels):
+                array[empty] = prior[level]
+        if which != "nodes":
+            for array in out:
+                array /= array.sum(axis=1, keepdims=True)
+        return out
 
     def _transform(self, X):
-        return self._levels(X)[1][-1]
+        return self._levels(X, "leaves")[0]
 
     def transform_levels(self, X):
         """Proportions of every level of the DAG, from the first level to the leaves.
@@ -224,7 +233,7 @@ class PAMTopicModel(NeuralTopicModel):
             to 1; the last entry equals :meth:`transform`.
         """
         X = self._check_X(X)
-        return [m.astype(X.dtype, copy=False) for m in self._levels(X)[1]]
+        return [m.astype(X.dtype, copy=False) for m in self._levels(X, "marginals")]
 
     def transform_nodes(self, X):
         """Each internal node's own distribution over its children, per document.
@@ -241,7 +250,7 @@ class PAMTopicModel(NeuralTopicModel):
             level 0 is the root (one parent). Zero on masked edges, rows sum to 1.
         """
         X = self._check_X(X)
-        return [p.astype(X.dtype, copy=False) for p in self._levels(X)[0]]
+        return [p.astype(X.dtype, copy=False) for p in self._levels(X, "nodes")]
 
     def _generative_view(self):
         check_is_fitted(self, "components_")

@@ -119,20 +119,25 @@ def check_counts(X, *, owner, n_features=None, integer_counts=False):
             "vocabulary size)."
         )
     values = X.data
-    if values.size and not np.all(np.isfinite(values)):
+    if not _all_chunks(values, lambda chunk: np.isfinite(chunk).all()):
         raise ValueError(f"X passed to {owner} contains NaN or infinite values.")
     if values.size and values.min() < 0:
         raise ValueError(
             f"Negative values in data passed to {owner}: a "
             "document-term matrix holds non-negative counts."
         )
-    if integer_counts and values.size:
-        rounded = np.rint(values)
-        if not np.array_equal(rounded, values):
-            X = _rounded_counts(X, rounded, owner)
+    if integer_counts and not _all_chunks(values,
+                                          lambda chunk: np.array_equal(np.rint(chunk), chunk)):
+        X = _rounded_counts(X, np.rint(values), owner)
     if not X.has_sorted_indices:
         X = X.sorted_indices()
     return X
+
+
+def _all_chunks(values, check, chunk=1 << 16):
+    """Whether ``check`` holds for every chunk of ``values``: a check's temporaries
+    are a chunk's, never a copy of a large corpus's values."""
+    return all(check(values[i:i + chunk]) for i in range(0, values.size, chunk))
 
 
 def text_input_kind(X):
