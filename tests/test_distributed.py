@@ -608,14 +608,22 @@ def test_data_parallel_needs_a_process_group():
 
 
 def test_the_torchrun_example_runs(tmp_path):
-    """The user guide's script, started as a user would, with two processes."""
+    """The user guide's script, started as a user would, with two processes. Each
+    rank's output is also kept in a file (``--tee``), so that a failure shows the
+    failing rank's own traceback rather than only torchrun's summary."""
     script = os.path.join(os.path.dirname(__file__), "..", "examples", "distributed",
                           "train_torchrun.py")
+    logs = tmp_path / "logs"
     done = subprocess.run(
         [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
-         script, "--max-iter", "5", "--output", str(tmp_path / "m.pkl")],
+         "--log-dir", str(logs), "--tee", "3", script, "--max-iter", "5",
+         "--output", str(tmp_path / "m.pkl")],
         capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr[-2000:]
+    if done.returncode != 0:
+        ranks = [f"--- {path.relative_to(logs)}:\n{path.read_text()[-3000:]}"
+                 for path in sorted(logs.rglob("*.log")) if path.stat().st_size]
+        pytest.fail(f"torchrun exited with {done.returncode}\n" + "\n".join(ranks)
+                    + f"\n--- torchrun:\n{done.stderr[-1500:]}")
     assert "rank 1: 778 documents" in done.stdout and "topic 19:" in done.stdout
     with open(tmp_path / "m.pkl", "rb") as f:
         model = pickle.load(f)

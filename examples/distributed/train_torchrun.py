@@ -26,12 +26,14 @@ import numpy as np
 import torch
 import torch.distributed as dist
 from sklearn.feature_extraction.text import CountVectorizer
+from torch.distributed.elastic.multiprocessing.errors import record
 
 from sktopics import LDAGibbs, top_words
 from sktopics.datasets import load_bbc_news
 from sktopics.distributed import data_parallel
 
 
+@record  # a failing rank's traceback goes into torchrun's summary, not only "exitcode 1"
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--n-components", type=int, default=20)
