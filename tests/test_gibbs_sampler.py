@@ -20,9 +20,10 @@ from scipy.stats import chi2
 
 from sktopics import config_context
 from sktopics._gibbs import _fused as fused
+from sktopics._gibbs import _hyper as hyper
 from sktopics._gibbs import _sweeps as sweeps
 from sktopics._gibbs._fused import fused_dense_available, fused_dense_chunk
-from sktopics._gibbs._hyper import optimize_alpha, optimize_beta
+from sktopics._gibbs._hyper import document_statistics, optimize_alpha, optimize_beta
 from sktopics._gibbs._state import GibbsCorpus, GibbsState
 from sktopics._gibbs._sweeps import (
     _frozen_tables,
@@ -132,7 +133,7 @@ def test_log_joint_matches_independent_formula():
         assert log_joint(state, ALPHA, BETA) == pytest.approx(expected, rel=1e-10)
 
 
-def test_log_joint_with_mostly_zero_counts_matches_dense_formula():
+def test_log_joint_with_mostly_zero_counts_matches_dense_formula(monkeypatch):
     """K = 200 on 300 tokens: most counts are zero, which log_joint skips."""
     rng = np.random.default_rng(0)
     X = sp.csr_matrix(rng.poisson(0.3, size=(40, 25)))
@@ -151,10 +152,12 @@ def test_log_joint_with_mostly_zero_counts_matches_dense_formula():
                 + (gammaln(n_dk + alpha) - gammaln(alpha)).sum()
                 + (gammaln(V * beta) - gammaln(n_wk.sum(0) + V * beta)).sum()
                 + (gammaln(n_wk + beta) - gammaln(beta)).sum())
-    # Blocks of a few rows: the result must not depend on the block size.
-    for block_elements in (1 << 22, 3 * n_topics, 1):
-        assert log_joint(state, alpha, beta, block_elements) == pytest.approx(expected,
-                                                                              rel=1e-12)
+    assert log_joint(state, alpha, beta) == pytest.approx(expected, rel=1e-12)
+    # Histograms counted a few rows at a time, counts above 1 gathered one by one: the
+    # same joint.
+    monkeypatch.setattr(hyper, "_CHUNK_CELLS", 3 * n_topics)
+    monkeypatch.setattr(hyper, "_DENSE_VALUES", 1)
+    assert log_joint(state, alpha, beta) == pytest.approx(expected, rel=1e-12)
 
 
 def test_sequential_sampler_stationary_distribution_is_the_posterior():
@@ -498,8 +501,9 @@ def test_optimize_alpha_recovers_dirichlet_multinomial_alpha():
     alpha_true = np.array([1.0, 0.5, 0.2, 0.1, 0.05])
     theta = rng.dirichlet(alpha_true, size=3000)
     n_dk = np.stack([rng.multinomial(100, t) for t in theta])
-    alpha = optimize_alpha(torch.as_tensor(n_dk, dtype=torch.int32), np.ones(5), n_iter=500)
-    np.testing.assert_allclose(alpha.numpy(), alpha_true, rtol=0.12)
+    statistics = document_statistics(torch.as_tensor(n_dk, dtype=torch.int32))
+    alpha = optimize_alpha([statistics], np.ones(5), n_iter=500)
+    np.testing.assert_allclose(alpha, alpha_true, rtol=0.12)
 
 
 def test_optimize_beta_recovers_symmetric_beta():
@@ -508,8 +512,63 @@ def test_optimize_beta_recovers_symmetric_beta():
     phi = rng.dirichlet(np.full(V, beta_true), size=20)
     n_kw = np.stack([rng.multinomial(5000, p) for p in phi])  # (K, V)
     n_wk = torch.as_tensor(n_kw.T.copy(), dtype=torch.int32)
-    beta = optimize_beta(n_wk, n_wk.sum(0, dtype=torch.int64), 1.0, n_iter=500)
+    beta = optimize_beta(hyper.count_histogram(n_wk, pooled=True)[1:],
+                         n_wk.sum(0, dtype=torch.int64), V, 1.0, n_iter=500)
     assert beta == pytest.approx(beta_true, rel=0.1)
+
+
+def _reference_alpha(n_dk, alpha, n_iter):
+    """Minka's iteration as written, over every document and every non-zero count."""
+    from scipy.special import digamma
+
+    alpha = np.array(alpha, dtype=np.float64)
+    n_d = n_dk.sum(1)
+    for _ in range(n_iter):
+        numer = np.array([sum(digamma(c + alpha[k]) - digamma(alpha[k])
+                              for c in n_dk[:, k] if c > 0) for k in range(len(alpha))])
+        denom = sum(digamma(n + alpha.sum()) - digamma(alpha.sum()) for n in n_d if n > 0)
+        alpha = np.maximum(alpha * numer / denom, 1e-6)
+    return alpha
+
+
+def _reference_beta(n_wk, beta, n_iter):
+    from scipy.special import digamma
+
+    V = n_wk.shape[0]
+    for _ in range(n_iter):
+        numer = sum(digamma(c + beta) - digamma(beta) for c in n_wk.ravel() if c > 0)
+        denom = V * sum(digamma(n + V * beta) - digamma(V * beta) for n in n_wk.sum(0) if n > 0)
+        beta = max(beta * numer / denom, 1e-6)
+    return beta
+
+
+@pytest.mark.parametrize("small_tables", [False, True])
+def test_learned_priors_equal_the_iteration_over_every_count(monkeypatch, small_tables):
+    """The histograms change how the sums are formed, not what they are: the learned
+    alpha and beta are those of Minka's iteration over every document and count (to
+    float64 rounding), also when the counts are read in small chunks and large values
+    are gathered one by one (what a big corpus or a long document meets)."""
+    if small_tables:
+        monkeypatch.setattr(hyper, "_CHUNK_CELLS", 64)
+        monkeypatch.setattr(hyper, "_DENSE_VALUES", 4)
+    rng = np.random.default_rng(3)
+    n_dk = rng.poisson(rng.gamma(0.3, 6.0, size=(120, 7)))
+    n_dk[5] = 0  # an empty document
+    n_dk[7, 2] = 300  # a long document's large count
+    start = rng.uniform(0.05, 1.0, 7)
+    got = optimize_alpha([document_statistics(torch.as_tensor(n_dk, dtype=torch.int32))],
+                         start, n_iter=7, tol=0)
+    np.testing.assert_allclose(got, _reference_alpha(n_dk, start, 7), rtol=1e-12)
+    # split between two shards (an online fit's other documents): the same alpha
+    halves = [document_statistics(torch.as_tensor(part, dtype=torch.int32))
+              for part in (n_dk[:50], n_dk[50:])]
+    np.testing.assert_allclose(optimize_alpha(halves, start, n_iter=7, tol=0), got, rtol=1e-13)
+    n_wk = rng.poisson(rng.gamma(0.2, 20.0, size=(200, 7)))
+    n_wk[3, 1] = 5000  # a frequent word
+    counts = hyper.count_histogram(torch.as_tensor(n_wk, dtype=torch.int32), pooled=True)[1:]
+    got = optimize_beta(counts, torch.as_tensor(n_wk.sum(0)), n_wk.shape[0], 0.3, n_iter=7,
+                        tol=0)
+    assert got == pytest.approx(_reference_beta(n_wk, 0.3, 7), rel=1e-12)
 
 
 def test_benchmark_document_completion_split_and_ordering():

@@ -9,163 +9,221 @@ fixed-point iteration
 
 which is what Mallet's ``--optimize-interval`` and tomotopy's ``optim_interval``
 do (Wallach, Mimno & McCallum 2009, "Rethinking LDA: why priors matter"). Entries
-with ``n_dk = 0`` contribute nothing to the numerator, so only the non-zero counts
-are visited. The symmetric topic-word ``beta`` uses the same iteration with
-``V beta`` in the denominator.
+with ``n_dk = 0`` contribute nothing to the numerator. The symmetric topic-word
+``beta`` uses the same iteration with ``V beta`` in the denominator.
 
-The per-topic sums of the numerator are order-independent on every device
-(:func:`topic_sums`), so that a learned ``alpha`` is bit-identical for a seed on a
-GPU too.
+The counts enter only through how often each value occurs, so the iteration runs on
+histograms (Wallach's thesis; Mallet): how many documents hold ``c`` tokens of topic
+``k`` (:func:`count_histogram`), how many documents have ``n`` tokens
+(:func:`length_histogram`). A histogram is counted once per update on the counts'
+device, in integers (exact, in any order, on a GPU too), and copied to the host once;
+the iterations then run on the host in float64 (numpy and scipy), without touching
+the device: their work grows with K and the largest counts, not with the documents.
 
-Maths only: imports numpy and torch, never scikit-learn.
+Maths only: imports numpy, scipy and torch, never scikit-learn.
 """
+
+import functools
 
 import numpy as np
 import torch
+from scipy.special import digamma
 
-__all__ = ["document_statistics", "optimize_alpha", "optimize_beta", "topic_sums"]
+__all__ = ["StateHistograms", "count_histogram", "document_statistics", "length_histogram",
+           "optimize_alpha", "optimize_beta"]
 
 _MIN_CONCENTRATION = 1e-6
 
+#: Cells of a count table read at once when a histogram is counted (bounded memory).
+_CHUNK_CELLS = 1 << 22
 
-def _nonzero_values(counts):
-    flat = counts.reshape(-1)
-    nz = flat.nonzero().squeeze(1)
-    return nz, flat[nz].to(torch.float64)
-
-
-def topic_sums(topic, values, n_topics):
-    """``sums[k] = values[topic == k].sum()`` in float64, whatever the order of the inputs.
-
-    On the CPU, ``index_add_`` adds sequentially. On a GPU it would add with
-    floating-point atomics, whose order, and so whose rounding, depends on thread
-    timing; there the values are summed as fixed-point integers instead
-    (:func:`fixed_point_topic_sums`), which integer atomics add exactly.
-    """
-    if values.device.type == "cpu":
-        out = torch.zeros(n_topics, dtype=torch.float64, device=values.device)
-        return out.index_add_(0, topic, values.to(torch.float64))
-    return fixed_point_topic_sums(topic, values, n_topics)
+#: Values counted in a dense (value, column) table; larger ones (long documents,
+#: frequent words) are gathered one by one, so the table stays small at any K.
+_DENSE_VALUES = 1 << 10
 
 
-def fixed_point_topic_sums(topic, values, n_topics):
-    """Per-topic sums through fixed-point integers: exact given the rounding, order-free.
-
-    Each topic gets its own scale ``2**e``, the largest that keeps
-    ``(number of its values) x (its largest |value|)`` below ``2**62``; every value
-    is rounded to an integer multiple of ``2**-e`` and the integers are summed
-    exactly. The result is within ``n_k 2**-(e + 1)`` of the exact sum: a relative
-    error below ``2**-62`` of that bound (about 1e-18 of it).
-    """
-    values = values.to(torch.float64)
-    device = values.device
-    count = torch.bincount(topic, minlength=n_topics).to(torch.float64)
-    peak = torch.zeros(n_topics, dtype=torch.float64, device=device).scatter_reduce_(
-        0, topic, values.abs(), "amax")
-    _, exponent = torch.frexp(peak * count)  # bound < 2**exponent
-    scale = torch.ldexp(torch.ones_like(peak), 62 - exponent)
-    fixed = torch.round(values * scale.index_select(0, topic)).to(torch.int64)
-    total = torch.zeros(n_topics, dtype=torch.int64, device=device).index_add_(0, topic, fixed)
-    return total.to(torch.float64) / scale
-
-
-def document_statistics(n_dk):
-    """What :func:`optimize_alpha` needs of a corpus's documents, compactly.
-
-    Minka's iteration reads the counts only through ``psi(n_dk + alpha_k)`` and
-    ``psi(n_d + alpha_0)``, so equal counts can be weighted by how often they occur
-    (the histogram form of Wallach's thesis and Mallet).
-
-    Returns
-    -------
-    statistics : tuple of int64 arrays
-        ``(topic, count, weight)`` of the non-zero ``n_dk`` values, and ``(length,
-        weight)`` of the non-zero document lengths.
-    """
-    K = n_dk.shape[1]
-    nz, values = _nonzero_values(n_dk)
-    key = (values.to(torch.int64) * K + nz % K).cpu().numpy()
-    cells, cell_weight = np.unique(key, return_counts=True)
-    n_d = n_dk.sum(1, dtype=torch.int64).cpu().numpy()
-    lengths, length_weight = np.unique(n_d[n_d > 0], return_counts=True)
-    return cells % K, cells // K, cell_weight, lengths, length_weight
-
-
-def optimize_alpha(n_dk, alpha, n_iter=50, tol=1e-6, collective=None, others=None):
-    """Asymmetric ``alpha`` maximising the evidence of the counts ``n_dk``.
+def count_histogram(counts, pooled=False):
+    """How many rows of ``counts`` hold each non-zero value in each column.
 
     Parameters
     ----------
-    n_dk : int tensor (D, K)
+    counts : int tensor (n_rows, K)
+        ``n_dk`` (rows: documents) or ``n_wk`` (rows: words), on any device.
+    pooled : bool, default=False
+        Count the values over every column together (``column`` is then all 0).
+
+    Returns
+    -------
+    column, value, weight : int64 ndarrays
+        The distinct non-zero ``(column, value)`` pairs, in the order of their
+        value, then column, and how many rows hold each. Integers counted exactly,
+        so the same on every device.
+    """
+    n_rows, K = counts.shape
+    width = 1 if pooled else K
+    device = counts.device
+    # values 1..top in their own bins, larger ones in one overflow bin
+    top = min(int(counts.max()) if counts.numel() else 0, _DENSE_VALUES)
+    bins = (top + 2) * width
+    dense = torch.zeros(bins, dtype=torch.int64, device=device)
+    columns = (torch.zeros(1, dtype=torch.int64, device=device) if pooled
+               else torch.arange(K, device=device))
+    step = max(1, _CHUNK_CELLS // K)
+    for start in range(0, n_rows, step):
+        chunk = counts[start:start + step].to(torch.int64).clamp_(max=top + 1)
+        dense += torch.bincount((chunk * width + columns).reshape(-1), minlength=bins)
+    dense = dense.view(top + 2, width).cpu().numpy()
+    value, column = np.nonzero(dense[1:-1])  # 0 adds nothing
+    weight, value = dense[1:-1][value, column], value + 1
+    if dense[-1].any():  # values beyond the dense table: gathered one by one
+        large = [_large_keys(counts[start:start + step], width, columns, top)
+                 for start in range(0, n_rows, step)]
+        keys, extra = np.unique(np.concatenate(large), return_counts=True)
+        column = np.concatenate([column, keys % width])
+        value = np.concatenate([value, keys // width])
+        weight = np.concatenate([weight, extra])
+    return column.astype(np.int64), value.astype(np.int64), weight.astype(np.int64)
+
+
+def _large_keys(chunk, width, columns, top):
+    """``value * width + column`` of the entries of ``chunk`` above ``top``."""
+    chunk = chunk.to(torch.int64)
+    key = chunk * width + columns
+    return key[chunk > top].cpu().numpy()
+
+
+class StateHistograms:
+    """The count histograms of a Gibbs state, each counted when first asked for, so
+    that a prior update and a log-joint evaluation at one sweep share them."""
+
+    def __init__(self, state):
+        self.state = state
+
+    @functools.cached_property
+    def documents(self):
+        """:func:`count_histogram` of ``n_dk``: ``(topic, count, weight)``."""
+        return count_histogram(self.state.n_dk)
+
+    @functools.cached_property
+    def words(self):
+        """``(count, weight)`` of the non-zero ``n_wk`` (every topic together)."""
+        return count_histogram(self.state.n_wk, pooled=True)[1:]
+
+    @functools.cached_property
+    def background_words(self):
+        """As :attr:`words`, of the state's background (the other shards' counts)."""
+        return count_histogram(self.state.background, pooled=True)[1:]
+
+
+def length_histogram(lengths):
+    """``(length, weight)`` int64 arrays: the distinct non-zero lengths and how many
+    documents have each."""
+    lengths = np.asarray(lengths.cpu() if torch.is_tensor(lengths) else lengths,
+                         dtype=np.int64)
+    length, weight = np.unique(lengths[lengths > 0], return_counts=True)
+    return length, weight.astype(np.int64)
+
+
+def document_statistics(n_dk):
+    """What :func:`optimize_alpha` needs of a corpus's documents, compactly:
+    ``(topic, count, weight, length, length_weight)``, the
+    :func:`count_histogram` of ``n_dk`` and the :func:`length_histogram` of its rows'
+    totals (kept for the other shards of an online fit)."""
+    return (*count_histogram(n_dk), *length_histogram(n_dk.sum(1, dtype=torch.int64)))
+
+
+class _PsiSums:
+    """``f(a)[c] = sum_j w_j [psi(v_j + a_c) - psi(a_c)]`` over the entries ``j`` of
+    column ``c``, for any ``a``: the sums of Minka's iteration.
+
+    ``psi(v + a) - psi(a) = sum_{i < v} 1 / (a + i)``, so for the values up to a
+    dense table's size the sum is a sum of reciprocals weighted by how many entries
+    exceed ``i`` (their survival counts, tabulated once); larger values (a long
+    document, a frequent word) take two digammas each.
+    """
+
+    def __init__(self, column, value, weight, width):
+        column, value = np.asarray(column, np.int64), np.asarray(value, np.int64)
+        weight = np.asarray(weight, np.float64)
+        small = value <= max(1, _DENSE_TABLE // width)
+        top = int(value[small].max()) if small.any() else 0
+        table = np.bincount(value[small] * width + column[small], weights=weight[small],
+                            minlength=(top + 1) * width).reshape(top + 1, width)
+        self.survival = np.cumsum(table[::-1], axis=0)[::-1][1:]  # entries with value > i
+        self.offsets = np.arange(top, dtype=np.float64)[:, None]
+        self.large = column[~small], value[~small], weight[~small]
+        self.width = width
+
+    def __call__(self, a):
+        out = (self.survival / (a + self.offsets)).sum(axis=0)
+        column, value, weight = self.large
+        if column.size:
+            a = a[column]
+            out += np.bincount(column, weights=weight * (digamma(value + a) - digamma(a)),
+                               minlength=self.width)
+        return out
+
+
+#: Cells of a :class:`_PsiSums` survival table (its values up to this over its width).
+_DENSE_TABLE = 1 << 16
+
+
+def optimize_alpha(statistics, alpha, n_iter=50, tol=1e-6, collective=None):
+    """Asymmetric ``alpha`` maximising the evidence of the documents' counts.
+
+    Parameters
+    ----------
+    statistics : list of tuple
+        :func:`document_statistics`-like tuples ``(topic, count, weight, length,
+        length_weight)`` of every set of documents to learn from (this call's
+        documents, the other shards of an online fit).
     alpha : array-like (K,)
         Starting point.
     n_iter : int
     tol : float
         Stop when the largest relative change is below ``tol``.
     collective : Collective or None
-        When ``n_dk`` holds one rank's documents of a data-parallel corpus: the sums
-        over documents are summed over the ranks too, so every rank learns the
-        whole corpus's ``alpha``.
-    others : list of tuple or None
-        :func:`document_statistics` of more documents (the other shards of an online
-        fit), whose sums are added to those of ``n_dk``.
+        When the statistics are one rank's documents of a data-parallel corpus: the
+        sums over documents are summed over the ranks too (two small exchanges per
+        iteration), so every rank learns the whole corpus's ``alpha``.
 
     Returns
     -------
-    alpha : float64 tensor (K,) on the device of ``n_dk``
+    alpha : float64 ndarray (K,)
     """
-    device = n_dk.device
-    K = n_dk.shape[1]
-    alpha = torch.as_tensor(alpha, dtype=torch.float64, device=device).clone()
-    n_d = n_dk.sum(1, dtype=torch.int64)
-    n_d = n_d[n_d > 0].to(torch.float64)
-    nz, values = _nonzero_values(n_dk)
-    topic = nz % K
-    extra = _stacked(others, device)
-    if collective is None and n_d.numel() == 0 and extra is None:
+    alpha = np.array(alpha, dtype=np.float64)
+    K = alpha.shape[0]
+    topic, count, weight, length, length_weight = (
+        np.concatenate([s[i] for s in statistics]) for i in range(5))
+    if collective is None and length.size == 0:
         return alpha
+    numerators = _PsiSums(topic, count, weight, K)
+    denominator = _PsiSums(np.zeros_like(length), length, length_weight, 1)
     for _ in range(n_iter):
-        alpha_sum = alpha.sum()
-        alpha_t = alpha[topic]
-        numer = topic_sums(topic, torch.digamma(values + alpha_t) - torch.digamma(alpha_t), K)
-        denom = (torch.digamma(n_d + alpha_sum) - torch.digamma(alpha_sum)).sum().view(1)
-        if extra is not None:
-            e_topic, e_count, e_weight, e_length, e_length_weight = extra
-            e_alpha = alpha[e_topic]
-            numer += topic_sums(e_topic, e_weight * (torch.digamma(e_count + e_alpha)
-                                                     - torch.digamma(e_alpha)), K)
-            denom += (e_length_weight * (torch.digamma(e_length + alpha_sum)
-                                         - torch.digamma(alpha_sum))).sum()
+        numer, denom = numerators(alpha), denominator(alpha.sum(keepdims=True))
         if collective is not None:
-            collective.sum_(numer)
-            collective.sum_(denom)
-        if float(denom) == 0:  # no document with tokens (on any rank, in any shard)
+            numer, denom = (collective.sum_(torch.from_numpy(a)).numpy() for a in (numer, denom))
+        if denom[0] == 0:  # no document with tokens (on any rank, in any shard)
             return alpha
-        new = (alpha * numer / denom).clamp_min(_MIN_CONCENTRATION)
-        change = float(((new - alpha).abs() / alpha).max())
+        new = np.maximum(alpha * numer / denom[0], _MIN_CONCENTRATION)
+        change = np.max(np.abs(new - alpha) / alpha)
         alpha = new
         if change < tol:
             break
     return alpha
 
 
-def _stacked(statistics, device):
-    """Several :func:`document_statistics` as one, on ``device`` (``None`` if none)."""
-    if not statistics:
-        return None
-    parts = [np.concatenate([s[i] for s in statistics]) for i in range(5)]
-    topic = torch.as_tensor(parts[0], dtype=torch.int64, device=device)
-    return (topic, *(torch.as_tensor(p, dtype=torch.float64, device=device)
-                     for p in parts[1:]))
-
-
-def optimize_beta(n_wk, n_k, beta, n_iter=50, tol=1e-6):
+def optimize_beta(word_counts, n_k, n_features, beta, n_iter=50, tol=1e-6):
     """Symmetric ``beta`` maximising the evidence of the topic-word counts.
 
     Parameters
     ----------
-    n_wk : int tensor (V, K)
+    word_counts : tuple of int64 ndarrays
+        ``(count, weight)``: the non-zero word-topic counts and how many cells hold
+        each (:attr:`StateHistograms.words`).
     n_k : int tensor (K,)
+    n_features : int
+        The vocabulary's size ``V``.
     beta : float
     n_iter : int
     tol : float
@@ -174,20 +232,21 @@ def optimize_beta(n_wk, n_k, beta, n_iter=50, tol=1e-6):
     -------
     beta : float
     """
-    V = n_wk.shape[0]
-    _, values = _nonzero_values(n_wk)
-    n_k = n_k[n_k > 0].to(torch.float64)
-    if n_k.numel() == 0:
+    V = n_features
+    count, weight = word_counts
+    column = np.zeros_like(count)
+    n_k = n_k.cpu().numpy().astype(np.int64)
+    n_k = n_k[n_k > 0]
+    if n_k.size == 0:
         return float(beta)
-    beta = float(beta)
+    numerator = _PsiSums(column, count, weight, 1)
+    denominator = _PsiSums(np.zeros_like(n_k), n_k, np.ones(n_k.size), 1)
+    beta = np.array([float(beta)])
     for _ in range(n_iter):
-        psi_beta = torch.digamma(torch.tensor(beta, dtype=torch.float64))
-        numer = float((torch.digamma(values + beta) - psi_beta).sum())
-        vb = torch.tensor(V * beta, dtype=torch.float64)
-        denom = V * float((torch.digamma(n_k + vb) - torch.digamma(vb)).sum())
-        new = max(beta * numer / denom, _MIN_CONCENTRATION)
-        change = abs(new - beta) / beta
+        new = np.maximum(beta * numerator(beta) / (V * denominator(V * beta)),
+                         _MIN_CONCENTRATION)
+        change = abs(new[0] - beta[0]) / beta[0]
         beta = new
         if change < tol:
             break
-    return beta
+    return float(beta[0])

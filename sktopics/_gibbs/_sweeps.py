@@ -37,14 +37,15 @@ number of threads. Temporaries are at most ``(chunk, K)``. On a GPU with Triton 
 parallel sweep's draws are one fused kernel (:mod:`._fused`) with no such temporary.
 """
 
-import math
 
 import numpy as np
 import torch
+from scipy.special import gammaln
 
 from .._kernels import FAILED, compiled_path, run_compiled
 from .._random import counter_uniform, stream_key
 from ._fused import FusedKernelError, fused_dense_available, fused_dense_chunk
+from ._hyper import StateHistograms, length_histogram
 from ._state import chunk_bounds
 
 __all__ = [
@@ -530,7 +531,7 @@ def sequential_sweep(state, alpha, beta, seed, sweep):
 
 
 # --------------------------------------------------------------------------- likelihood
-def log_joint(state, alpha, beta, block_elements=1 << 22):
+def log_joint(state, alpha, beta, histograms=None):
     """Joint log-likelihood ``log p(w, z | alpha, beta)`` of the state (float).
 
     With a background of other shards' counts it is the joint of this corpus given
@@ -538,40 +539,37 @@ def log_joint(state, alpha, beta, block_elements=1 << 22):
     those of the background alone (without one, the two are the same). For one
     rank's share of a data-parallel corpus it is the whole corpus's.
 
-    The terms ``lgamma(n + a) - lgamma(a)`` vanish where a count is zero, so only
-    the non-zero counts are evaluated: at K = 1000 nine in ten entries of the
-    count tables are zero, and ``lgamma`` (about 20 ns an element on one CPU
-    thread) made this evaluation cost as much as a sweep. Tables are read in blocks
-    of about ``block_elements`` entries.
+    The terms ``lgamma(n + a) - lgamma(a)`` vanish where a count is zero, and equal
+    counts give equal terms: the sums run over the state's count histograms
+    (:class:`~._hyper.StateHistograms`, ``histograms`` if given), on the host, one
+    ``lgamma`` per distinct count of a topic rather than per non-zero cell.
     """
-    device = state.n_dk.device
-    rows = max(1, block_elements // state.n_components)
-    alpha = _float_tensor(alpha, device, torch.float64)
-    alpha_sum = alpha.sum()
-    total = torch.zeros((), dtype=torch.float64, device=device)
-    for start in range(0, state.n_dk.shape[0], rows):
-        n = state.n_dk[start:start + rows]
-        used = n > 0
-        a = alpha.expand(n.shape)[used]
-        total += (torch.lgamma(n[used] + a) - torch.lgamma(a)).sum()
-        total -= (torch.lgamma(n.sum(1, dtype=torch.float64) + alpha_sum)
-                  - torch.lgamma(alpha_sum)).sum()
+    histograms = histograms or StateHistograms(state)
+    K = state.n_components
+    alpha = np.broadcast_to(np.asarray(alpha.cpu() if torch.is_tensor(alpha) else alpha,
+                                       dtype=np.float64), (K,))
+    topic, count, weight = histograms.documents
+    length, length_weight = length_histogram(state.corpus.doc_length)
+    a, a_sum = alpha[topic], alpha.sum()
+    documents = (weight @ (gammaln(count + a) - gammaln(a))
+                 - length_weight @ (gammaln(length + a_sum) - gammaln(a_sum)))
     if state.corpus.collective is not None:  # the documents of every rank
-        state.corpus.collective.sum_(total.view(1))
-    total += _word_terms(state.n_wk, beta, rows)
+        documents = float(state.corpus.collective.sum_(
+            torch.tensor([documents], dtype=torch.float64))[0])
+    total = documents + _word_terms(histograms.words, state.n_wk.sum(0, dtype=torch.int64),
+                                    state.corpus.n_features, beta)
     if state.background is not None:
-        total -= _word_terms(state.background, beta, rows)
+        total -= _word_terms(histograms.background_words,
+                             state.background.sum(0, dtype=torch.int64),
+                             state.corpus.n_features, beta)
     return float(total)
 
 
-def _word_terms(n_wk, beta, rows):
-    """``log p(w | z, beta)`` of word-topic counts: the word half of the joint."""
-    V = n_wk.shape[0]
-    lg_beta = math.lgamma(beta)
-    total = torch.zeros((), dtype=torch.float64, device=n_wk.device)
-    for start in range(0, V, rows):
-        n = n_wk[start:start + rows]
-        total += (torch.lgamma(n[n > 0].to(torch.float64) + beta) - lg_beta).sum()
-    n_k = n_wk.sum(0, dtype=torch.int64).to(torch.float64)
-    total += (math.lgamma(V * beta) - torch.lgamma(n_k + V * beta)).sum()
-    return total
+def _word_terms(word_counts, n_k, n_features, beta):
+    """``log p(w | z, beta)`` of word-topic counts (their ``(count, weight)`` histogram
+    and topic totals): the word half of the joint."""
+    count, weight = word_counts
+    n_k = n_k.cpu().numpy().astype(np.float64)
+    vbeta = n_features * beta
+    return (weight @ (gammaln(count + beta) - gammaln(beta))
+            + np.sum(gammaln(vbeta) - gammaln(n_k + vbeta)))
