@@ -25,7 +25,7 @@ from ..utils._validation import check_doc_topic_prior
 from ..utils._warnings import warn
 from ._chain import ChainMemory, draw_given_topics
 from ._fused import fused_dense_available
-from ._hyper import StateHistograms, length_histogram, optimize_alpha, optimize_beta
+from ._hyper import StateHistograms, optimize_alpha, optimize_beta
 from ._infer import _CHUNK_ELEMENTS as _INFER_CHUNK_ELEMENTS
 from ._infer import CellCorpus, infer_doc_topic
 from ._state import GibbsCorpus, GibbsState, default_chunk
@@ -569,7 +569,6 @@ class LDAGibbs(BaseTopicModel):
         # alpha on the device, copied when it changes: a copy per sweep would make
         # every sweep wait for the device.
         alpha_device = torch.as_tensor(alpha, dtype=torch.float32, device=device)
-        lengths = length_histogram(corpus.doc_length) if self.optimize_interval else None
         done = start
         for sweep in range(start + 1, run.last + 1):
             if algorithm == "parallel" and self._may_lose_kernel():
@@ -597,8 +596,8 @@ class LDAGibbs(BaseTopicModel):
             if self.optimize_interval is not None and sweep > self.burn_in \
                     and sweep % self.optimize_interval == 0:
                 others = memory.other_documents(corpus) if online and memory else []
-                alpha = optimize_alpha([(*histograms.documents, *lengths), *others], alpha,
-                                       collective=collective)
+                own = (*histograms.documents, *corpus.length_counts)
+                alpha = optimize_alpha([own, *others], alpha, collective=collective)
                 beta = optimize_beta(histograms.words, state.n_k, corpus.n_features, beta)
                 alpha_device = torch.as_tensor(alpha, dtype=torch.float32, device=device)
             if sweep in sample_sweeps:

@@ -21,6 +21,7 @@ import torch
 
 from .._kernels import FAILED, compiled_path, run_compiled
 from ..utils._fingerprint import count_fingerprint
+from ._hyper import length_histogram
 
 __all__ = ["GibbsCorpus", "GibbsState", "chunk_bounds", "default_chunk"]
 
@@ -129,6 +130,12 @@ class GibbsCorpus:
         Only the MH sampler needs it; sorting 100 M tokens takes seconds and 0.8 GB.
         """
         return torch.argsort(self.doc, stable=True)
+
+    @functools.cached_property
+    def length_counts(self):
+        """``(length, weight)``: the distinct non-zero document lengths and how many
+        documents have each (:func:`~._hyper.length_histogram`), counted once."""
+        return length_histogram(self.doc_length)
 
     @functools.cached_property
     def doc_word(self):

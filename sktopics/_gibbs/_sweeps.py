@@ -45,7 +45,7 @@ from scipy.special import gammaln
 from .._kernels import FAILED, compiled_path, run_compiled
 from .._random import counter_uniform, stream_key
 from ._fused import FusedKernelError, fused_dense_available, fused_dense_chunk
-from ._hyper import StateHistograms, length_histogram
+from ._hyper import StateHistograms
 from ._state import chunk_bounds
 
 __all__ = [
@@ -549,7 +549,7 @@ def log_joint(state, alpha, beta, histograms=None):
     alpha = np.broadcast_to(np.asarray(alpha.cpu() if torch.is_tensor(alpha) else alpha,
                                        dtype=np.float64), (K,))
     topic, count, weight = histograms.documents
-    length, length_weight = length_histogram(state.corpus.doc_length)
+    length, length_weight = state.corpus.length_counts
     a, a_sum = alpha[topic], alpha.sum()
     documents = (weight @ (gammaln(count + a) - gammaln(a))
                  - length_weight @ (gammaln(length + a_sum) - gammaln(a_sum)))
