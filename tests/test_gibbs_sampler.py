@@ -518,7 +518,7 @@ def test_optimize_beta_recovers_symmetric_beta():
 
 
 def _reference_alpha(n_dk, alpha, n_iter):
-    """Minka's iteration as written, over every document and every non-zero count."""
+    """Minka's fixed point as written, over every document and every non-zero count."""
     from scipy.special import digamma
 
     alpha = np.array(alpha, dtype=np.float64)
@@ -542,33 +542,59 @@ def _reference_beta(n_wk, beta, n_iter):
     return beta
 
 
-@pytest.mark.parametrize("small_tables", [False, True])
-def test_learned_priors_equal_the_iteration_over_every_count(monkeypatch, small_tables):
-    """The histograms change how the sums are formed, not what they are: the learned
-    alpha and beta are those of Minka's iteration over every document and count (to
-    float64 rounding), also when the counts are read in small chunks and large values
-    are gathered one by one (what a big corpus or a long document meets)."""
-    if small_tables:
-        monkeypatch.setattr(hyper, "_CHUNK_CELLS", 64)
-        monkeypatch.setattr(hyper, "_DENSE_VALUES", 4)
-    rng = np.random.default_rng(3)
+def _counts(rng):
     n_dk = rng.poisson(rng.gamma(0.3, 6.0, size=(120, 7)))
     n_dk[5] = 0  # an empty document
     n_dk[7, 2] = 300  # a long document's large count
-    start = rng.uniform(0.05, 1.0, 7)
-    got = optimize_alpha([document_statistics(torch.as_tensor(n_dk, dtype=torch.int32))],
-                         start, n_iter=7, tol=0)
-    np.testing.assert_allclose(got, _reference_alpha(n_dk, start, 7), rtol=1e-12)
-    # split between two shards (an online fit's other documents): the same alpha
-    halves = [document_statistics(torch.as_tensor(part, dtype=torch.int32))
-              for part in (n_dk[:50], n_dk[50:])]
-    np.testing.assert_allclose(optimize_alpha(halves, start, n_iter=7, tol=0), got, rtol=1e-13)
     n_wk = rng.poisson(rng.gamma(0.2, 20.0, size=(200, 7)))
     n_wk[3, 1] = 5000  # a frequent word
+    return n_dk, n_wk
+
+
+@pytest.mark.parametrize("small_tables", [False, True])
+def test_the_histogram_sums_are_the_sums_over_every_count(monkeypatch, small_tables):
+    """The histograms change how the evidence's gradient and curvature are summed,
+    not what they are: ``sum_d psi(n_dk + a) - psi(a)`` and its ``psi'`` over every
+    document, to float64 rounding, also when the counts are read in small chunks and
+    large values gathered one by one (what a big corpus or a long document meets)."""
+    from scipy.special import digamma, polygamma
+
+    if small_tables:
+        monkeypatch.setattr(hyper, "_CHUNK_CELLS", 64)
+        monkeypatch.setattr(hyper, "_DENSE_VALUES", 4)
+        monkeypatch.setattr(hyper, "_DENSE_TABLE", 70)
+    n_dk, _ = _counts(np.random.default_rng(3))
+    topic, count, weight, _, _ = document_statistics(torch.as_tensor(n_dk, dtype=torch.int32))
+    a = np.random.default_rng(4).uniform(0.05, 1.0, 7)
+    value, slope = hyper._PsiSums(topic, count, weight, 7)(a)
+    cells = [(c, a[k]) for row in n_dk for k, c in enumerate(row) if c > 0]
+    expected_value = np.zeros(7)
+    expected_slope = np.zeros(7)
+    for row in n_dk:
+        for k, c in enumerate(row):
+            if c > 0:
+                expected_value[k] += digamma(c + a[k]) - digamma(a[k])
+                expected_slope[k] += polygamma(1, c + a[k]) - polygamma(1, a[k])
+    assert cells
+    np.testing.assert_allclose(value, expected_value, rtol=1e-12)
+    np.testing.assert_allclose(slope, expected_slope, rtol=1e-11)
+
+
+def test_learned_priors_are_the_maximum_of_the_evidence():
+    """Newton's steps (and the fixed point's where they would not be safe) reach the
+    maximum Minka's fixed point converges to, over every document and count; the
+    documents split between two shards (an online fit's others) give the same alpha."""
+    n_dk, n_wk = _counts(np.random.default_rng(3))
+    start = np.random.default_rng(5).uniform(0.05, 1.0, 7)
+    got = optimize_alpha([document_statistics(torch.as_tensor(n_dk, dtype=torch.int32))],
+                         start, tol=1e-10)
+    np.testing.assert_allclose(got, _reference_alpha(n_dk, start, 2000), rtol=1e-6)
+    halves = [document_statistics(torch.as_tensor(part, dtype=torch.int32))
+              for part in (n_dk[:50], n_dk[50:])]
+    np.testing.assert_allclose(optimize_alpha(halves, start, tol=1e-10), got, rtol=1e-9)
     counts = hyper.count_histogram(torch.as_tensor(n_wk, dtype=torch.int32), pooled=True)[1:]
-    got = optimize_beta(counts, torch.as_tensor(n_wk.sum(0)), n_wk.shape[0], 0.3, n_iter=7,
-                        tol=0)
-    assert got == pytest.approx(_reference_beta(n_wk, 0.3, 7), rel=1e-12)
+    got = optimize_beta(counts, torch.as_tensor(n_wk.sum(0)), n_wk.shape[0], 0.3, tol=1e-10)
+    assert got == pytest.approx(_reference_beta(n_wk, 0.3, 2000), rel=1e-6)
 
 
 def test_benchmark_document_completion_split_and_ordering():

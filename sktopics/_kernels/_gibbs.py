@@ -127,11 +127,13 @@ def count_topics(doc, word, z, word_offsets, n_dk, n_wk, n_threads):
     from ._pool import run_parts, split_by_weight, split_evenly
 
     n_docs = n_dk.shape[0]
-    if n_threads == 1:
-        parts = [((0, n_docs), (0, n_wk.shape[0]))]
-    else:
-        parts = [(d, (0, 0)) for d in split_evenly(n_docs, n_threads // 2)]
-        parts += [((0, 0), w) for w in split_by_weight(word_offsets, n_threads - len(parts))]
+    if n_threads == 1:  # one pass over the tokens for both tables
+        totals = np.zeros(n_wk.shape[1], np.int64)
+        _count_part(doc, word, z, n_dk, n_wk, totals, 0, n_docs, 0, n_wk.shape[0], 0,
+                    word_offsets[-1])
+        return totals
+    parts = [(d, (0, 0)) for d in split_evenly(n_docs, n_threads // 2)]
+    parts += [((0, 0), w) for w in split_by_weight(word_offsets, n_threads - len(parts))]
     totals = np.zeros((len(parts), n_wk.shape[1]), np.int64)
 
     def part(i, _):

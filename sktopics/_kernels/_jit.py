@@ -16,7 +16,7 @@ import threading
 
 import torch
 
-from .._config import get_config
+from .._config import _current, get_config
 from ..utils._warnings import warn
 
 __all__ = ["FAILED", "compiled_path", "jit", "kernel_failure", "run_compiled"]
@@ -48,7 +48,7 @@ def compiled_path(device, kernel=None):
     RuntimeError
         ``cpu_kernels="compiled"`` was set and ``kernel`` cannot run.
     """
-    setting = get_config()["cpu_kernels"]
+    setting = _current()["cpu_kernels"]  # called at every sweep: no copy of the settings
     if setting == "torch" or torch.device(device).type != "cpu":
         return False
     if not _have_numba():

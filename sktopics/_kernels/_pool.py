@@ -10,6 +10,7 @@ thread that shares that core takes fewer parts.
 import concurrent.futures
 import contextlib
 import contextvars
+import functools
 import itertools
 import os
 import threading
@@ -67,11 +68,12 @@ def torch_on_one_thread():
         _kernel_threads.reset(token)
 
 
+@functools.lru_cache(maxsize=64)  # a fit asks for the same split at every sweep
 def split_evenly(n_items, n_parts):
     """``n_parts`` (at most ``n_items``) contiguous ``(start, stop)`` ranges."""
     n_parts = max(1, min(n_parts, n_items))
     bounds = np.linspace(0, n_items, n_parts + 1).round().astype(np.int64)
-    return [(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:])]
+    return tuple((int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:]))
 
 
 def split_by_weight(offsets, n_parts):
