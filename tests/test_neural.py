@@ -171,10 +171,10 @@ def test_max_iter_auto_trains_enough_steps_on_a_small_corpus(cls, corpus, monkey
     """"auto" runs its epochs, or as many as the auto step count needs (rounded up):
     120 documents in shuffled batches of 20 give 6 steps an epoch, 50 documents 2, and
     the 90 training documents left by a validation split of a quarter 4."""
-    from sktopics._neural import _estimator
+    from sktopics._neural import _convergence
 
     assert cls().max_iter == "auto"
-    monkeypatch.setattr(_estimator, "MIN_STEPS", 61)
+    monkeypatch.setattr(_convergence, "MIN_STEPS", 61)
     structure = {"n_components": 4} if cls in NEURAL else {}
     params = {**structure, **FAST, "max_iter": "auto", "random_state": 0}
     monkeypatch.setattr(cls, "_auto_epochs", 3)
@@ -192,25 +192,48 @@ def test_max_iter_auto_trains_enough_steps_on_a_small_corpus(cls, corpus, monkey
         assert cls(**params).fit(corpus).n_iter_ == 40
 
 
+def test_prodlda_trains_fewer_steps_on_long_documents_and_many_topics():
+    """"auto"'s steps: 1,000 for AVITM; for ProdLDA 2,000,000 / (K L) within
+    [300, 1,000] (its held-out NPMI peaked sooner on long documents at large K), so
+    on 150 documents of 400 tokens in batches of 64 (2 steps an epoch) at K = 20
+    ProdLDA trains its 300 steps where AVITM trains 1,000."""
+    from sktopics._neural._convergence import auto_steps
+
+    assert [auto_steps(ProdLDA(n_components=k), length)
+            for k, length in ((20, 6), (20, 100), (20, 200), (50, 200), (20, 1250))] \
+        == [1000, 1000, 500, 300, 300]
+    assert auto_steps(AVITM(n_components=50), 1250) == 1000
+    X, _, _ = make_lda_corpus(n_samples=150, n_features=300, n_components=5, doc_length=400,
+                              random_state=0)
+    params = dict(n_components=20, hidden_sizes=(8, 8), device="cpu", random_state=0)
+    plan = {}
+    for cls in (ProdLDA, AVITM):
+        model = cls(**params)
+        plan[cls] = model._epochs(X.astype(np.float32), None)
+    assert plan == {ProdLDA: 150, AVITM: 500}
+
+
 @pytest.mark.parametrize("cls", NEURAL)
 def test_a_fit_of_too_few_steps_warns_with_the_remedy(cls, corpus, monkeypatch):
     from sklearn.exceptions import ConvergenceWarning
 
     from sktopics._neural import _convergence
 
-    monkeypatch.setattr(_convergence, "MIN_STEPS", 30)
+    monkeypatch.setattr(_convergence, "MIN_STEPS", 120)  # a warning below 30 steps
     with pytest.warns(ConvergenceWarning) as record:
         fitted(cls, corpus, max_iter=4)  # 24 steps
     message = str(next(r.message for r in record if r.category is ConvergenceWarning))
     assert "24 optimiser steps (4 epochs of 6 batches)" in message
-    assert "max_iter='auto'" in message and "max_iter=5." in message
+    length = corpus.sum() / corpus.shape[0]
+    assert f"documents of about {length:.0f} tokens" in message and "about 120 steps" in message
+    assert "max_iter='auto'" in message and "max_iter=20." in message
     with pytest.warns(ConvergenceWarning):
-        model = fitted(cls, corpus, max_iter=3, warm_start=True)
+        model = fitted(cls, corpus, max_iter=3, warm_start=True)  # 18 steps
     with warnings.catch_warnings():
         warnings.simplefilter("error", ConvergenceWarning)
-        fitted(cls, corpus, max_iter=5)  # 30 steps: enough
+        fitted(cls, corpus, max_iter=5)  # 30 steps: a quarter of them, no advice
         # Warm fits count every step so far; partial_fit (an epoch a call) never warns.
-        model.set_params(max_iter=2).fit(corpus)
+        model.set_params(max_iter=2).fit(corpus)  # 18 + 12 steps
         online = cls(n_components=4, random_state=0, **FAST)
         for _ in range(2):
             online.partial_fit(corpus)

@@ -58,12 +58,17 @@ def test_short_texts(tmp_path, data_home):
 
 def test_neural_training_length(tmp_path, data_home):
     run_study("neural_training_length.py", tmp_path, data_home)
-    fits = rows(tmp_path / "neural_training_length.json")
+    payload = json.loads((tmp_path / "neural_training_length.json").read_text())
+    fits = payload["curves"]
     assert {r["model"] for r in fits} == {"ProdLDA", "AVITM"}
-    # checkpoints in optimiser steps, continued by warm fits
-    for model in ("ProdLDA", "AVITM"):
-        steps = [r["steps"] for r in fits if r["model"] == model]
+    assert {r["validation"] for r in fits} == {False, True}  # early stopping's replay
+    for fit in fits:  # each fit scored at increasing step counts
+        steps = [p["steps"] for p in fit["points"]]
         assert steps == sorted(steps) and len(set(steps)) == len(steps) > 1
+    assert {b["model"] for b in payload["baselines"]} == {"LDAGibbs", "sklearn_lda"}
+    assert {"old", "auto", "early_stop", "tokens"} <= {r["rule"] for r in payload["summary"]}
+    for name in ("neural_training_length.rst", "neural_training_length.png"):
+        assert (tmp_path / name).stat().st_size > 0
 
 
 def test_pam_objective(tmp_path, data_home):

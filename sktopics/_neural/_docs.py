@@ -16,11 +16,13 @@ adam_betas : tuple of float, default=(0.99, 0.999)
 max_iter : int or "auto", default="auto"
     Number of epochs. ``"auto"`` trains 50 epochs (PAMVI, MoLDA: 100), or more on a
     small corpus: enough for 1,000 optimiser steps (batches), since the topics form
-    over steps, not epochs (140 documents in batches of 64 give 2 steps an
-    epoch). A ``fit`` that ends after fewer steps (cumulated over warm fits)
-    issues a :class:`~sklearn.exceptions.ConvergenceWarning`. Under
-    ``warm_start`` each ``fit`` adds ``max_iter`` epochs, each ``partial_fit``
-    one epoch, and ``n_iter_`` accumulates.
+    over steps, not epochs (140 documents in batches of 64 give 2 steps an epoch);
+    ProdLDA's steps fall with the documents' mean length ``L`` and ``K``:
+    ``2,000,000 / (K L)`` within [300, 1,000]. A ``fit`` that ends after fewer than a
+    quarter of those steps (cumulated over warm fits) issues a
+    :class:`~sklearn.exceptions.ConvergenceWarning`. Under ``warm_start`` each
+    ``fit`` adds ``max_iter`` epochs, each ``partial_fit`` one epoch, and
+    ``n_iter_`` accumulates.
 bn_momentum : float, default=1e-3
     Running-average momentum of the batch norms (TF ``decay=0.999``).
 bn_eps : float, default=1e-3

@@ -19,7 +19,7 @@ from ..utils._modules import FrozenModule, evaluation_mode
 from ..utils._sklearn_compat import Interval, StrOptions
 from ..utils._validation import check_doc_topic_prior
 from ..utils._warnings import warn
-from ._convergence import MIN_STEPS, undertrained
+from ._convergence import auto_steps, undertrained
 from ._data import CSRBatchIterator, CSRDataset, natural_batches
 from ._modules import ACTIVATIONS, InferenceNetwork, TFBatchNorm, TopicVAE, float64_call
 from ._net import EpochMonitor, TopicNet
@@ -75,8 +75,11 @@ class NeuralTopicModel(BaseTopicModel):
     _data_parallel = True
     _fit_step = "epoch"
 
-    #: Epochs of ``max_iter="auto"`` on a corpus large enough for MIN_STEPS.
+    #: Epochs of ``max_iter="auto"`` on a corpus large enough for its steps.
     _auto_epochs = 50
+    #: Whether ``max_iter="auto"``'s steps follow the documents' length and K
+    #: (:func:`~._convergence.auto_steps`).
+    _steps_by_length = False
 
     #: Named parameter sets of :meth:`from_preset` (subclasses fill it in).
     PRESETS = {}
@@ -169,8 +172,8 @@ class NeuralTopicModel(BaseTopicModel):
             if run is not None:
                 last = run["last"]
             else:
-                last = first + (self._epochs(train.shape[0], collective)
-                                if epochs is None else epochs)
+                last = first + (self._epochs(train, collective) if epochs is None
+                                else epochs)
             # Set after the collectives above: a failed one leaves no process group in
             # the model (it would not pickle). Reset when training ends, below.
             net.collective = collective
@@ -229,14 +232,20 @@ class NeuralTopicModel(BaseTopicModel):
                     warn(problem, ConvergenceWarning)
         return self
 
-    def _epochs(self, n_train, collective):
-        """The epochs a ``fit`` runs: ``max_iter``, or for ``"auto"`` enough of them for
-        ``MIN_STEPS`` optimiser steps (:mod:`._convergence`), and at least ``_auto_epochs``."""
+    def _epochs(self, train, collective):
+        """The epochs a ``fit`` on the documents ``train`` runs: ``max_iter``, or for
+        ``"auto"`` enough of them for :func:`~._convergence.auto_steps` optimiser
+        steps, and at least ``_auto_epochs``."""
         if self.max_iter != "auto":
             return self.max_iter
-        per_epoch = (natural_batches(n_train, self.batch_size, self.batch_sampling)
-                     if collective is None else _steps_per_epoch(n_train, self, collective))
-        return max(self._auto_epochs, -(-MIN_STEPS // per_epoch))
+        n_train, tokens = train.shape[0], float(train.sum())
+        if collective is None:
+            per_epoch = natural_batches(n_train, self.batch_size, self.batch_sampling)
+        else:  # every rank's documents
+            per_epoch = _steps_per_epoch(n_train, self, collective)
+            n_train, tokens = collective.sum(n_train), collective.sum(tokens)
+        steps = auto_steps(self, tokens / max(n_train, 1))
+        return max(self._auto_epochs, -(-steps // per_epoch))
 
     def _model_arrays(self):
         yield from super()._model_arrays()

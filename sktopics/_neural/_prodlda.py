@@ -196,6 +196,8 @@ class ProdLDA(NeuralTopicModel):
                   "max_iter": 100, "free_bits": 0.0},
     }
 
+    _steps_by_length = True
+
     def _fit(self, X, seed, *, warm, **options):
         if self.word_background and not (warm and hasattr(self, "net_")):
             frequencies = corpus_word_counts(X) + 1.0
