@@ -62,16 +62,20 @@ def count_histogram(counts, pooled=False):
     n_rows, K = counts.shape
     width = 1 if pooled else K
     device = counts.device
-    # values 1..top in their own bins, larger ones in one overflow bin
-    top = min(int(counts.max()) if counts.numel() else 0, _DENSE_VALUES)
+    # Values 1..top in their own bins, larger ones in one overflow bin: a dense table
+    # no larger than the counts (a few long documents hold large values in few cells).
+    top = min(int(counts.max()) if counts.numel() else 0, _DENSE_VALUES,
+              max(1, counts.numel() // width))
     bins = (top + 2) * width
     dense = torch.zeros(bins, dtype=torch.int64, device=device)
     columns = (torch.zeros(1, dtype=torch.int64, device=device) if pooled
                else torch.arange(K, device=device))
     step = max(1, _CHUNK_CELLS // K)
     for start in range(0, n_rows, step):
-        chunk = counts[start:start + step].to(torch.int64).clamp_(max=top + 1)
-        dense += torch.bincount((chunk * width + columns).reshape(-1), minlength=bins)
+        chunk = counts[start:start + step].clamp(max=top + 1)
+        keys = chunk.reshape(-1) if pooled else (chunk.to(torch.int64) * width
+                                                  + columns).reshape(-1)
+        dense += torch.bincount(keys, minlength=bins)
     dense = dense.view(top + 2, width).cpu().numpy()
     value, column = np.nonzero(dense[1:-1])  # 0 adds nothing
     weight, value = dense[1:-1][value, column], value + 1
@@ -147,7 +151,10 @@ class _PsiSums:
     def __init__(self, column, value, weight, width):
         column, value = np.asarray(column, np.int64), np.asarray(value, np.int64)
         weight = np.asarray(weight, np.float64)
-        small = value <= max(1, _DENSE_TABLE // width)
+        # A survival table costs its cells an iteration, a polygamma about twenty of
+        # them: tabulate only values whose table is no larger than 16 per entry.
+        cap = min(_DENSE_TABLE // width, 16 * value.size // width)
+        small = value <= max(1, cap)
         top = int(value[small].max()) if small.any() else 0
         table = np.bincount(value[small] * width + column[small], weights=weight[small],
                             minlength=(top + 1) * width).reshape(top + 1, width)
