@@ -97,10 +97,27 @@ class ChainMemory:
         return [stats for shard, stats in self.documents.items() if shard != key]
 
     def topics(self, corpus):
-        """A corpus's saved topics as an int32 tensor on its device, or ``None``."""
+        """A corpus's saved topics as an int32 tensor on its device, or ``None``.
+
+        ``None`` too for saved topics that cannot be this corpus's (another count of
+        tokens, a topic outside ``0 .. K-1``, or more tokens of a word in a topic than
+        ``word_topic`` counts): the compiled samplers index their tables with them, so
+        a fingerprint that collides, or a memory edited in a file, starts the corpus
+        afresh instead.
+        """
         saved = self.shards.get(corpus.fingerprint())
-        return None if saved is None else torch.from_numpy(saved.astype(np.int32)).to(
-            corpus.device)
+        if saved is None or saved.ndim != 1 or saved.shape[0] != corpus.n_tokens:
+            return None
+        K = self.word_topic.shape[1]
+        z = torch.from_numpy(saved.astype(np.int32)).to(corpus.device)
+        if z.numel() and (int(z.min()) < 0 or int(z.max()) >= K):
+            return None
+        flat = corpus.word.to(torch.int64) * K + z.to(torch.int64)
+        own = torch.bincount(flat, minlength=corpus.n_features * K)
+        if own.numel() != self.word_topic.size:
+            return None
+        total = torch.from_numpy(self.word_topic.reshape(-1)).to(corpus.device)
+        return z if bool((own <= total).all()) else None
 
 
 def draw_given_topics(corpus, components, alpha, seed):
