@@ -537,9 +537,8 @@ class LDAGibbs(BaseTopicModel):
                 collective.agree(None if z is not None else "this rank's documents are new "
                                  "to the model while other ranks' were trained on before: "
                                  "pass every rank the same shard's share each time.")
-        background = None if memory is None else memory.background(corpus, z, K)
-        if not online:
-            background = None  # fit models X alone
+        # fit models X alone; partial_fit sweeps it given the other shards' counts
+        background = memory.background(corpus, z, K) if online and memory else None
         if z is None:
             z = (draw_given_topics(corpus, self.components_, alpha, seed) if warm
                  else random_init(corpus, K, seed))
