@@ -370,7 +370,7 @@ def test_auto_sampler_on_cuda_is_the_fused_parallel_sweep(X):
         warnings.simplefilter("error", RuntimeWarning)
         model = LDAGibbs(600, max_iter=3, device="cuda", random_state=0).fit(X)
     assert model.algorithm_ == "parallel"
-    assert not fused._failure and fused.fused_dense_available("cuda", 600)
+    assert not fused._failures and fused.fused_dense_available("cuda", 600)
     with config_context(cpu_kernels="torch"):  # the CPU's torch operations take MH
         cpu = LDAGibbs(600, max_iter=1, device="cpu", random_state=0).fit(X)
     assert cpu.algorithm_ == "mh"
