@@ -10,6 +10,7 @@ import itertools
 import os
 import subprocess
 import sys
+import warnings
 
 import numpy as np
 import pytest
@@ -18,12 +19,17 @@ import torch
 from scipy.special import gammaln
 from scipy.stats import chi2
 
-from sktopics import config_context
+from sktopics import LDAGibbs, config_context
 from sktopics._gibbs import _fused as fused
 from sktopics._gibbs import _hyper as hyper
 from sktopics._gibbs import _sweeps as sweeps
 from sktopics._gibbs._fused import fused_dense_available, fused_dense_chunk
-from sktopics._gibbs._hyper import document_statistics, optimize_alpha, optimize_beta
+from sktopics._gibbs._hyper import (
+    count_histogram,
+    document_statistics,
+    optimize_alpha,
+    optimize_beta,
+)
 from sktopics._gibbs._state import GibbsCorpus, GibbsState
 from sktopics._gibbs._sweeps import (
     _frozen_tables,
@@ -595,6 +601,52 @@ def test_learned_priors_are_the_maximum_of_the_evidence():
     counts = hyper.count_histogram(torch.as_tensor(n_wk, dtype=torch.int32), pooled=True)[1:]
     got = optimize_beta(counts, torch.as_tensor(n_wk.sum(0)), n_wk.shape[0], 0.3, tol=1e-10)
     assert got == pytest.approx(_reference_beta(n_wk, 0.3, 2000), rel=1e-6)
+
+
+def test_a_topic_no_document_uses_goes_to_the_floor_and_newton_still_steps():
+    """A topic without documents has no maximum (the fixed point sends its alpha to 0):
+    it goes to the floor while Newton's steps still converge the others in a few
+    iterations, where the fixed point's would need dozens. K = 1 learns a finite value."""
+    n_dk, _ = _counts(np.random.default_rng(3))
+    n_dk[:, 4] = 0  # topic 4: no document
+    statistics = [document_statistics(torch.as_tensor(n_dk, dtype=torch.int32))]
+    reference = _reference_alpha(n_dk, np.full(7, 0.3), 2000)
+    used = np.arange(7) != 4
+    start = np.where(used, reference * 1.1, 0.3)
+    got = optimize_alpha(statistics, start, n_iter=6, tol=0)
+    np.testing.assert_allclose(got[used], reference[used], rtol=1e-8)
+    assert got[4] == 1e-6
+    slow = _reference_alpha(n_dk, start, 6)  # the fixed point's 6 steps: far behind
+    assert np.max(np.abs(slow[used] / reference[used] - 1)) > 1e-4
+    one = optimize_alpha([document_statistics(torch.as_tensor(n_dk.sum(1, keepdims=True),
+                                                              dtype=torch.int32))], [0.5])
+    assert one.shape == (1,) and np.isfinite(one[0]) and one[0] > 0
+
+
+def test_priors_whose_evidence_grows_without_bound_stop_at_a_finite_value():
+    """Every document in one topic, and that topic's word counts more even than a
+    multinomial's: the evidence grows without bound in that topic's alpha and in beta.
+    The 50 updates of a default fit stop at a finite ceiling instead of doubling to
+    overflow, and a default fit of a corpus that small has finite topics and score."""
+    n_dk = np.zeros((20, 3), np.int32)
+    n_dk[:, 0] = 10
+    statistics = [document_statistics(torch.as_tensor(n_dk))]
+    alpha, beta = np.full(3, 0.1), 0.01
+    n_wk = torch.tensor([[0, 0, 15], [0, 0, 15], [0, 0, 15]])  # (V, K): topic 2 only
+    words = count_histogram(n_wk, pooled=True)[1:]
+    for _ in range(50):
+        alpha = optimize_alpha(statistics, alpha)
+        beta = optimize_beta(words, n_wk.sum(0), 3, beta)
+    assert np.all(np.isfinite(alpha)) and alpha[0] > 1e3 and alpha.max() <= 1e6
+    assert np.isfinite(beta) and 1e3 < beta <= 1e6
+
+    X = np.random.RandomState(0).uniform(size=(30, 3))  # 45 tokens once rounded
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = LDAGibbs(device="cpu", random_state=0).fit(X)
+    assert np.all(np.isfinite(model.components_))
+    assert np.all(np.isfinite(model.doc_topic_prior_))
+    assert np.isfinite(model.topic_word_prior_) and np.isfinite(model.score(X))
 
 
 def test_benchmark_document_completion_split_and_ordering():

@@ -1,16 +1,19 @@
-"""Dirichlet hyper-parameter optimisation from Gibbs counts (Minka's fixed point).
+"""Dirichlet hyper-parameter optimisation from Gibbs counts.
 
 Given the document-topic counts ``n_dk`` of a Gibbs state, the Dirichlet-multinomial
-evidence ``prod_d p(n_d | alpha)`` is maximised in ``alpha`` by Minka's (2000)
-fixed-point iteration
+evidence ``prod_d p(n_d | alpha)`` is maximised in ``alpha``, as Mallet's
+``--optimize-interval`` and tomotopy's ``optim_interval`` do (Wallach, Mimno &
+McCallum 2009, "Rethinking LDA: why priors matter") with Minka's (2000) fixed-point
+iteration
 
     alpha_k <- alpha_k * sum_d [psi(n_dk + alpha_k) - psi(alpha_k)]
-                       / sum_d [psi(n_d + alpha_0) - psi(alpha_0)],
+                       / sum_d [psi(n_d + alpha_0) - psi(alpha_0)].
 
-which is what Mallet's ``--optimize-interval`` and tomotopy's ``optim_interval``
-do (Wallach, Mimno & McCallum 2009, "Rethinking LDA: why priors matter"). Entries
-with ``n_dk = 0`` contribute nothing to the numerator. The symmetric topic-word
-``beta`` uses the same iteration with ``V beta`` in the denominator.
+Here Newton's method reaches the same maximum in a few steps (the evidence's Hessian
+is diagonal plus a constant, so a step costs O(K)), and the fixed point takes any
+step Newton's would not take safely. Entries with ``n_dk = 0`` contribute nothing.
+The symmetric topic-word ``beta`` is learned the same way, with ``V beta`` in the
+denominator.
 
 The counts enter only through how often each value occurs, so the iteration runs on
 histograms (Wallach's thesis; Mallet): how many documents hold ``c`` tokens of topic
@@ -18,7 +21,8 @@ histograms (Wallach's thesis; Mallet): how many documents hold ``c`` tokens of t
 (:func:`length_histogram`). A histogram is counted once per update on the counts'
 device, in integers (exact, in any order, on a GPU too), and copied to the host once;
 the iterations then run on the host in float64 (numpy and scipy), without touching
-the device: their work grows with K and the largest counts, not with the documents.
+the device: their work grows with the distinct counts of each topic, not with the
+documents.
 
 Maths only: imports numpy, scipy and torch, never scikit-learn.
 """
@@ -33,6 +37,11 @@ __all__ = ["StateHistograms", "count_histogram", "document_statistics", "length_
            "optimize_alpha", "optimize_beta"]
 
 _MIN_CONCENTRATION = 1e-6
+#: Where the evidence grows without bound (every document's or topic's counts more
+#: even than a multinomial's, as in a tiny corpus), its maximiser is infinite and
+#: Newton's steps double a value each iteration until it overflows; a Dirichlet this
+#: concentrated is its mean for any count a corpus holds, so values stop here.
+_MAX_CONCENTRATION = 1e6
 
 #: Cells of a count table read at once when a histogram is counted (bounded memory).
 _CHUNK_CELLS = 1 << 22
@@ -187,9 +196,13 @@ def optimize_alpha(statistics, alpha, n_iter=50, tol=1e-6, collective=None):
     """Asymmetric ``alpha`` maximising the evidence of the documents' counts.
 
     Newton's method on the evidence (its Hessian is diagonal plus a constant, so a
-    step costs O(K); Minka 2000, section 3), from ``alpha``; where a step would leave
-    a value non-positive, Minka's fixed point takes that step instead. Both converge
-    to the same maximum; Newton in a few iterations from the previous update's values.
+    step costs O(K); Minka 2000, section 3), from ``alpha``; where Newton's step is
+    not safe (the Hessian is not negative definite, far from the maximum, or the step
+    would move a value by more than a factor of :data:`_NEWTON_RANGE`), Minka's fixed
+    point takes that step instead. Both converge to the same maximum; Newton in a few
+    iterations from the previous update's values. A topic no document uses has no
+    maximum: its value goes to the floor, as the fixed point sends it; one whose
+    evidence grows without bound stops at :data:`_MAX_CONCENTRATION`.
 
     Parameters
     ----------
@@ -230,8 +243,8 @@ def optimize_alpha(statistics, alpha, n_iter=50, tol=1e-6, collective=None):
             return alpha
         new = _newton_alpha(alpha, numer - denom[0], curvature, -denom_slope[0])
         if new is None:
-            new = alpha * numer / denom[0]
-        new = np.maximum(new, _MIN_CONCENTRATION)
+            new = alpha * numer / denom[0]  # unused topics: 0, the floor below
+        new = np.clip(new, _MIN_CONCENTRATION, _MAX_CONCENTRATION)
         change = np.max(np.abs(new - alpha) / alpha)
         alpha = new
         if change < tol:
@@ -241,18 +254,24 @@ def optimize_alpha(statistics, alpha, n_iter=50, tol=1e-6, collective=None):
 
 def _newton_alpha(alpha, gradient, curvature, shared):
     """A Newton step on the evidence whose Hessian is ``diag(curvature) + shared``
-    (every entry), by Sherman-Morrison; ``None`` where the Hessian is not negative
-    definite (far from the maximum) or the step would move a value by more than a
-    factor of :data:`_NEWTON_RANGE` (then the fixed point's step is taken)."""
-    if shared <= 0 or np.any(curvature >= 0):
+    (every entry), by Sherman-Morrison, over the topics some document uses (the
+    others, whose curvature is 0, go to the floor); ``None`` where the Hessian is not
+    negative definite (far from the maximum) or the step would move a value by more
+    than a factor of :data:`_NEWTON_RANGE` (then the fixed point's step is taken)."""
+    used = curvature != 0
+    if shared <= 0 or not used.any() or np.any(curvature[used] > 0):
         return None
-    inverse = np.sum(1.0 / curvature)
+    a, g, q = alpha[used], gradient[used], curvature[used]
+    inverse = np.sum(1.0 / q)
     if 1.0 + shared * inverse <= 0:
         return None
-    b = np.sum(gradient / curvature) / (1.0 / shared + inverse)
-    ratio = 1.0 - (gradient - b) / (curvature * alpha)
-    inside = np.all((ratio > 1 / _NEWTON_RANGE) & (ratio < _NEWTON_RANGE))  # NaN: outside
-    return alpha * ratio if inside else None
+    b = np.sum(g / q) / (1.0 / shared + inverse)
+    ratio = 1.0 - (g - b) / (q * a)
+    if not np.all((ratio > 1 / _NEWTON_RANGE) & (ratio < _NEWTON_RANGE)):  # NaN: outside
+        return None
+    new = np.full_like(alpha, _MIN_CONCENTRATION)
+    new[used] = a * ratio
+    return new
 
 
 #: The largest factor by which a Newton step may move a prior's value.
@@ -262,8 +281,10 @@ _NEWTON_RANGE = 2.0
 def optimize_beta(word_counts, n_k, n_features, beta, n_iter=50, tol=1e-6):
     """Symmetric ``beta`` maximising the evidence of the topic-word counts.
 
-    Newton's method, with Minka's fixed point taking a step that Newton's would make
-    non-positive (as :func:`optimize_alpha`).
+    Newton's method, with Minka's fixed point taking any step Newton's would not take
+    safely (the curvature not negative, or a move by more than a factor of
+    :data:`_NEWTON_RANGE`), and within the same floor and ceiling, as
+    :func:`optimize_alpha`.
 
     Parameters
     ----------
@@ -299,7 +320,7 @@ def optimize_beta(word_counts, n_k, n_features, beta, n_iter=50, tol=1e-6):
             new = beta * ratio
         else:  # far from the maximum: Minka's fixed point
             new = beta * numer / (V * denom)
-        new = np.maximum(new, _MIN_CONCENTRATION)
+        new = np.clip(new, _MIN_CONCENTRATION, _MAX_CONCENTRATION)
         change = abs(new[0] - beta[0]) / beta[0]
         beta = new
         if change < tol:
