@@ -6,8 +6,8 @@ documents and models. NIPS (``nips_uci_giuseppedib``): the first ``--nips-docs``
 documents of a seeded permutation. 20 Newsgroups (``20news_avitm``): ``--ng-docs``
 test documents drawn with a fixed seed among those of at most ``--ng-max-length``
 tokens. Models: :class:`sktopics.LDAGibbs`, K = 50, beta = 0.01, ``--fit-sweeps``
-sweeps, ``random_state=0``; symmetric alpha = 0.1, and an asymmetric alpha learned by
-Minka's fixed point (every 20 sweeps after sweep 100), cached in ``--model-cache``.
+sweeps, ``random_state=0``; symmetric alpha = 0.1, and an asymmetric alpha learned
+from the counts (every 20 sweeps after sweep 100), cached in ``--model-cache``.
 """
 
 import os

@@ -137,6 +137,10 @@ def profile_sweeps(sweep, n_sweeps=5, top=8):
             torch.cuda.synchronize()
     rows = []
     for event in prof.key_averages():
+        # The device's own rows only: an operator's CPU row also carries the time of the
+        # kernels it launched, which would count them twice.
+        if event.device_type != torch.autograd.DeviceType.CUDA:
+            continue
         device_us = getattr(event, "self_device_time_total", 0) or 0
         if device_us > 0:
             rows.append((event.key, device_us / 1e3 / n_sweeps))

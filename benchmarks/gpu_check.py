@@ -652,11 +652,14 @@ def table(results):
     if results.get("smoke"):
         lines += ["**Smoke run on the CPU at toy sizes: a check of the kit, not a measurement.**",
                   ""]
+    repeated = any("sweep" in row for row in bench.get("gibbs", {}).get("rows", []))
     lines += [f"Device: {device}, torch {env.get('torch')}; commit {commit}"
               + "".join(f", {name} at {c}" for name, c in others.items())
-              + ". From one run of `benchmarks/gpu_check.py`: LDAGibbs the median (and range) "
-              "of repeated blocks of sweeps after a burn-in, the others one timing each after "
-              "a warm-up.",
+              + (". From one run of `benchmarks/gpu_check.py`: LDAGibbs the median (and range) "
+                 "of repeated blocks of sweeps after a burn-in, the others one timing each "
+                 "after a warm-up." if repeated else
+                 ". One timing from one run of `benchmarks/gpu_check.py` each, after a "
+                 "warm-up."),
               ""]
     rows = []
 

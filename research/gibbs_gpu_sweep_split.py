@@ -74,7 +74,8 @@ for K in topics:
     corpus = state.corpus
     row = {"K": K, "device": str(device), "tokens": corpus.n_tokens, "burn_in": BURN_IN,
            "fused": _sweeps.fused_dense_available(device, K)}
-    row["sweep"] = time_sweeps(sweep, device, burn_in=BURN_IN, timed=blocks_of["per_block"],
+    # the sweep as the kit times it: blocks of 50 sweeps (2 in the tiny check)
+    row["sweep"] = time_sweeps(sweep, device, burn_in=BURN_IN, timed=2 if TINY else 50,
                                repeats=REPEATS)
     alpha = torch.full((K,), 5.0 / K, device=device)
     key = stream_key(0, _sweeps.STREAMS["dense"], 0)
@@ -143,11 +144,12 @@ for row in rows:
                         n_kept_samples=1, evaluate_every=10**6, device=device,
                         random_state=0).fit(X)
 
-    row["fits"] = fit_pairs(fit, device, burn_in=BURN_IN, timed=blocks_of["per_block"] * 5,
+    row["fits"] = fit_pairs(fit, device, burn_in=BURN_IN, timed=2 if TINY else 50,
                             repeats=REPEATS)
     print(json.dumps({"K": K, "fits": row["fits"]}), flush=True)
 with open(out, "w") as f:
     commit = os.environ.get("SKTOPICS_COMMIT") or subprocess.run(
-        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+        cwd=Path(__file__).resolve().parent).stdout.strip()
     json.dump({"commit": commit, "repeats": REPEATS, "burn_in": BURN_IN, "copies": COPIES,
                "copy_bandwidth_bytes_per_s": bandwidth, "rows": rows}, f, indent=1)

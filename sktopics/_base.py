@@ -9,7 +9,7 @@ from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, Transfo
 
 from ._evaluation._default_score import default_log_likelihood
 from ._version import __version__
-from .utils._devices import available_device, resolve_device
+from .utils._devices import available_device, requests_cuda, resolve_device
 from .utils._distributed import agree_on_parameters, current_collective, nccl_device_problem
 from .utils._fingerprint import array_fingerprint
 from .utils._generators import draw_seed
@@ -403,7 +403,7 @@ class BaseTopicModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEsti
         tags.input_tags.positive_only = True
         tags.input_tags.sparse = True
         tags.transformer_tags.preserves_dtype = ["float64", "float32"]
-        tags.non_deterministic = _requests_cuda(self.device)
+        tags.non_deterministic = requests_cuda(self.device)
         return tags
 
     def __getstate__(self):
@@ -451,11 +451,3 @@ class BaseTopicModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEsti
     @abstractmethod
     def _generative_view(self):
         """The fitted generative model, as a :class:`~sktopics._generative.GenerativeView`."""
-
-
-def _requests_cuda(device):
-    if isinstance(device, torch.device):
-        return device.type == "cuda"
-    if device == "auto":
-        return torch.cuda.is_available()
-    return isinstance(device, str) and device.startswith("cuda")

@@ -151,6 +151,8 @@ def _imports_done(tmp_path_factory):
     for i, model in enumerate(models):
         path = sktopics.save(model, folder / f"{i}.safetensors")
         sktopics.load(path)
+        if torch.cuda.is_available():  # a first load onto a GPU imports more
+            sktopics.load(path, device="cuda")
         data = path.read_bytes()
         (folder / "bad.safetensors").write_bytes(data[:len(data) // 2])
         with pytest.raises(ModelFileError):
@@ -1098,10 +1100,10 @@ def test_saved_models_of_every_format_version_load(path):
     ``components_`` are stored data: compared exactly. ``transform`` is computed, so it
     is compared to ``rtol=1e-5, atol=1e-7``:
 
-    * The neural models' transform is a float32 forward pass (dot products of up to 40
-      terms here, then a softmax). Another BLAS, SIMD width or thread count sums in
-      another order, which moves a float32 result by up to about (terms x 2**-24), some
-      1e-6 relative: 1e-5 covers that with room, and a wrong weight or a misplaced
+    * The neural models' transform is a forward pass in float64 of float32 weights (dot
+      products of up to 40 terms here, then a softmax). Another BLAS, SIMD width or
+      thread count sums in another order, which moves the result by far less than
+      1e-5: that covers it with room, and a wrong weight or a misplaced
       batch-norm statistic moves the proportions by 1e-2 or more.
     * LDAGibbs' transform is a sampler. Its uniforms are counter-based and its float32
       sums run in a fixed lane order on every CPU, so it normally reproduces exactly;
@@ -1190,7 +1192,14 @@ def test_a_model_fitted_on_a_gpu_round_trips_to_the_cpu(cls, X, tmp_path):
     on_cpu = _load(path, device="cpu")
     assert on_cpu.device_ == torch.device("cpu")
     np.testing.assert_array_equal(on_cpu.components_, original.components_)
-    np.testing.assert_allclose(on_cpu.transform(X), original.transform(X), atol=0.05)
+    if cls is LDAGibbs:
+        # the CPU's compiled sampler and the GPU's torch one draw different random
+        # numbers: the same posterior means, to Monte Carlo error of the average over
+        # the documents (each document's own is about 0.05 at 10 iterations)
+        np.testing.assert_allclose(on_cpu.transform(X).mean(0), original.transform(X).mean(0),
+                                   atol=0.02)
+    else:  # the encoder in float64 on both devices
+        np.testing.assert_allclose(on_cpu.transform(X), original.transform(X), atol=1e-6)
     on_cpu.partial_fit(X)
 
 

@@ -191,8 +191,9 @@ class LDAGibbs(BaseTopicModel):
         Sweeps between averaged states.
     optimize_interval : int or None, default=10
         Every ``optimize_interval`` sweeps after ``burn_in``, learn an
-        asymmetric ``alpha`` and a symmetric ``beta`` by Minka's fixed point on
-        the current counts (Mallet's ``--optimize-interval``, tomotopy's
+        asymmetric ``alpha`` and a symmetric ``beta`` that maximise the evidence of
+        the current counts (what Minka's fixed point converges to, reached by
+        Newton's method; Mallet's ``--optimize-interval``, tomotopy's
         ``optim_interval``; default 10 as in tomotopy). ``None`` keeps the
         priors fixed.
     algorithm : {"auto", "parallel", "mh", "sparse", "sequential"}, default="auto"

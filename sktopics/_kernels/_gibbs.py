@@ -127,7 +127,7 @@ def count_topics(doc, word, z, word_offsets, n_dk, n_wk, n_threads):
     from ._pool import run_parts, split_by_weight, split_evenly
 
     n_docs = n_dk.shape[0]
-    if n_threads == 1:  # one pass over the tokens for both tables
+    if n_threads == 1:  # one call for both tables, no thread handed work
         totals = np.zeros(n_wk.shape[1], np.int64)
         _count_part(doc, word, z, n_dk, n_wk, totals, 0, n_docs, 0, n_wk.shape[0], 0,
                     word_offsets[-1])

@@ -99,17 +99,6 @@ def run_parts(kernel, parts, n_workers=None):
     n_workers = max(1, min(len(parts), n_workers or len(parts)))
     if n_workers == 1:
         return [kernel(*part) for part in parts]
-    global _executor, _workers
-    with _lock:
-        if _executor is None or _workers < n_workers - 1:
-            if _executor is not None:
-                # A call in another thread may still be running on the old one: its
-                # threads finish their work, then exit.
-                _executor.shutdown(wait=False)
-            _workers = max(n_workers - 1, (os.cpu_count() or 1) - 1)
-            _executor = concurrent.futures.ThreadPoolExecutor(
-                max_workers=_workers, thread_name_prefix="sktopics-kernel")
-        executor = _executor
     results = [None] * len(parts)
     taken = itertools.count()  # next() on a count is atomic
 
@@ -119,7 +108,17 @@ def run_parts(kernel, parts, n_workers=None):
                 return
             results[i] = kernel(*parts[i])
 
-    futures = [executor.submit(work) for _ in range(n_workers - 1)]
+    global _executor, _workers
+    with _lock:  # submitted under the lock: no call submits to an executor shut down
+        if _executor is None or _workers < n_workers - 1:
+            if _executor is not None:
+                # A call in another thread may still be running on the old one: its
+                # threads finish their work, then exit.
+                _executor.shutdown(wait=False)
+            _workers = max(n_workers - 1, (os.cpu_count() or 1) - 1)
+            _executor = concurrent.futures.ThreadPoolExecutor(
+                max_workers=_workers, thread_name_prefix="sktopics-kernel")
+        futures = [_executor.submit(work) for _ in range(n_workers - 1)]
     try:
         work()
     finally:

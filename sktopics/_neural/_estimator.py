@@ -21,7 +21,14 @@ from ..utils._validation import check_doc_topic_prior
 from ..utils._warnings import warn
 from ._convergence import auto_steps, undertrained
 from ._data import CSRBatchIterator, CSRDataset, natural_batches
-from ._modules import ACTIVATIONS, InferenceNetwork, TFBatchNorm, TopicVAE, float64_call
+from ._modules import (
+    ACTIVATIONS,
+    InferenceNetwork,
+    TFBatchNorm,
+    TopicVAE,
+    float64_call,
+    float64_state,
+)
 from ._net import EpochMonitor, TopicNet
 from ._norm_statistics import measure_batch_norms
 
@@ -373,8 +380,9 @@ class NeuralTopicModel(BaseTopicModel):
         doc_topic = np.empty((X.shape[0], self.n_components))
         start = 0
         with torch.no_grad(), evaluation_mode(self.net_.module_) as module:
+            state = float64_state(module.encoder)  # float64: the same in any batch
             for batch in self._batches(X):
-                mu, _ = float64_call(module.encoder, batch)  # the same in any batch
+                mu, _ = float64_call(module.encoder, batch, state=state)
                 stop = start + mu.shape[0]
                 doc_topic[start:stop] = torch.softmax(mu.double(), dim=-1).cpu().numpy()
                 start = stop
@@ -433,7 +441,7 @@ class EncoderProposal:
 
     def __call__(self, x):
         with torch.no_grad():  # in float64: a document's result is the same in any batch
-            mu, logvar = float64_call(self.encoder.on(x.device), x.to(torch.float64))
+            mu, logvar = self.encoder.on(x.device, torch.float64)(x.to(torch.float64))
         loc, scale = self._flat(mu, logvar)
         return loc.to(x.dtype), scale.to(x.dtype)
 

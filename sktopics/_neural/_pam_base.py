@@ -22,6 +22,7 @@ from ..utils._modules import evaluation_mode
 from ..utils._sklearn_compat import Interval, StrOptions, check_is_fitted
 from ._data import corpus_word_counts
 from ._estimator import NeuralTopicModel
+from ._modules import float64_state
 from ._pam_modules import LOGVAR_NORMS, PAMVAE, StructuredEncoder
 from ._pam_proposal import PAMEncoderProposal
 
@@ -176,8 +177,9 @@ class PAMTopicModel(NeuralTopicModel):
     def _iter_levels(self, X):
         """Yield, per batch, the node distributions and level marginals (numpy)."""
         with torch.no_grad(), evaluation_mode(self.net_.module_) as module:
+            state = float64_state(module.encoder)  # once for every batch
             for batch in self._batches(X):
-                probs = module.mean_node_probs(batch)
+                probs = module.mean_node_probs(batch, state)
                 probs = [p.double() for p in probs]
                 marginals = module.reach(probs)
                 yield [p.cpu().numpy() for p in probs], [m.cpu().numpy() for m in marginals]

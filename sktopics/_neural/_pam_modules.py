@@ -301,15 +301,16 @@ class PAMVAE(nn.Module):
         leaf = self.reach(self.node_probs(hs))[-1]
         return self.decoder.nll(self.theta_dropout(leaf), x), mus, logvars
 
-    def mean_node_probs(self, x):
+    def mean_node_probs(self, x, state=None):
         """Node distributions at the posterior means, ``softmax(mu)`` (inference read-out).
 
-        Computed in float64 (:func:`~._modules.float64_call`), so that a
-        document's proportions do not depend, even at float32 round-off level, on
-        the other documents of its batch.
+        Computed in float64 (:func:`~._modules.float64_call`, with ``state`` if
+        given: the encoder's :func:`~._modules.float64_state`), so that a document's
+        proportions do not depend, even at float32 round-off level, on the other
+        documents of its batch.
         """
         x = x if isinstance(x, SparseRows) else x.double()
-        mus, _ = float64_call(self.encoder, x)
+        mus, _ = float64_call(self.encoder, x, state=state)
         return self.node_probs(mus)
 
     def kl(self, mus, logvars):

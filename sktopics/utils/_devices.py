@@ -24,6 +24,7 @@ __all__ = [
     "check_deterministic_support",
     "csr_to_dense_tensor",
     "device_budget",
+    "requests_cuda",
     "resolve_device",
 ]
 
@@ -40,6 +41,16 @@ def _current_cuda():
 def _auto_device():
     """What ``device="auto"`` means on this machine: the current CUDA device, else the CPU."""
     return _current_cuda() if torch.cuda.is_available() else torch.device("cpu")
+
+
+def requests_cuda(device):
+    """Whether a ``device`` parameter means a GPU on this machine, without checking
+    that it can run there (for an estimator's tags, read before any fit)."""
+    if isinstance(device, torch.device):
+        return device.type == "cuda"
+    if device is None or device == "auto":
+        return _auto_device().type == "cuda"
+    return isinstance(device, str) and device.startswith("cuda")
 
 
 def resolve_device(device):

@@ -32,15 +32,16 @@ class FrozenModule:
 
     def __init__(self, module):
         frozen = copy.deepcopy(module).eval().requires_grad_(False)
-        self._copies = {_module_device(frozen): frozen}
+        self._copies = {(_module_device(frozen), None): frozen}
 
-    def on(self, device):
-        """The copy on ``device`` (made on first use)."""
-        device = torch.device(device)
-        if device not in self._copies:
+    def on(self, device, dtype=None):
+        """The copy on ``device`` (made on first use), its floating-point parameters and
+        buffers in ``dtype`` if given."""
+        key = (torch.device(device), dtype)
+        if key not in self._copies:
             source = next(iter(self._copies.values()))
-            self._copies[device] = copy.deepcopy(source).to(device)
-        return self._copies[device]
+            self._copies[key] = copy.deepcopy(source).to(device=key[0], dtype=dtype)
+        return self._copies[key]
 
 
 def _module_device(module):
