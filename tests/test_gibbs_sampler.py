@@ -606,7 +606,8 @@ def test_learned_priors_are_the_maximum_of_the_evidence():
 def test_a_topic_no_document_uses_goes_to_the_floor_and_newton_still_steps():
     """A topic without documents has no maximum (the fixed point sends its alpha to 0):
     it goes to the floor while Newton's steps still converge the others in a few
-    iterations, where the fixed point's would need dozens. K = 1 learns a finite value."""
+    iterations, where the fixed point's would need dozens. With K = 1 a document's
+    evidence does not depend on alpha: it keeps its value."""
     n_dk, _ = _counts(np.random.default_rng(3))
     n_dk[:, 4] = 0  # topic 4: no document
     statistics = [document_statistics(torch.as_tensor(n_dk, dtype=torch.int32))]
@@ -620,7 +621,7 @@ def test_a_topic_no_document_uses_goes_to_the_floor_and_newton_still_steps():
     assert np.max(np.abs(slow[used] / reference[used] - 1)) > 1e-4
     one = optimize_alpha([document_statistics(torch.as_tensor(n_dk.sum(1, keepdims=True),
                                                               dtype=torch.int32))], [0.5])
-    assert one.shape == (1,) and np.isfinite(one[0]) and one[0] > 0
+    assert one.shape == (1,) and one[0] == pytest.approx(0.5, rel=1e-12)
 
 
 def test_priors_whose_evidence_grows_without_bound_stop_at_a_finite_value():
@@ -647,6 +648,19 @@ def test_priors_whose_evidence_grows_without_bound_stop_at_a_finite_value():
     assert np.all(np.isfinite(model.components_))
     assert np.all(np.isfinite(model.doc_topic_prior_))
     assert np.isfinite(model.topic_word_prior_) and np.isfinite(model.score(X))
+
+
+def test_a_value_held_at_the_ceiling_leaves_newton_to_the_others():
+    """A topic at the ceiling whose gradient still rises stays there, and Newton's step
+    for the others is the step of the evidence restricted to them (the Hessian keeps
+    its diagonal-plus-constant form), not the fixed point's slow one."""
+    alpha = np.array([1e6, 0.5, 0.3])
+    gradient, curvature = np.array([2.0, 0.4, -0.3]), np.array([-1e-9, -3.0, -5.0])
+    new = hyper._newton_alpha(alpha, gradient, curvature, 0.5)
+    assert new is not None and new[0] == 1e6
+    np.testing.assert_array_equal(
+        new[1:], hyper._newton_alpha(alpha[1:], gradient[1:], curvature[1:], 0.5))
+    assert np.all(new[1:] != alpha[1:])
 
 
 def test_benchmark_document_completion_split_and_ordering():

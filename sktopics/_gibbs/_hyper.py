@@ -255,10 +255,13 @@ def optimize_alpha(statistics, alpha, n_iter=50, tol=1e-6, collective=None):
 def _newton_alpha(alpha, gradient, curvature, shared):
     """A Newton step on the evidence whose Hessian is ``diag(curvature) + shared``
     (every entry), by Sherman-Morrison, over the topics some document uses (the
-    others, whose curvature is 0, go to the floor); ``None`` where the Hessian is not
-    negative definite (far from the maximum) or the step would move a value by more
-    than a factor of :data:`_NEWTON_RANGE` (then the fixed point's step is taken)."""
-    used = curvature != 0
+    others, whose curvature is 0, go to the floor) and that are not held at the
+    ceiling (a value there whose gradient still rises stays; the Hessian restricted to
+    the rest keeps its form); ``None`` where the Hessian is not negative definite (far
+    from the maximum) or the step would move a value by more than a factor of
+    :data:`_NEWTON_RANGE` (then the fixed point's step is taken)."""
+    held = (alpha >= _MAX_CONCENTRATION) & (gradient > 0)
+    used = (curvature != 0) & ~held
     if shared <= 0 or not used.any() or np.any(curvature[used] > 0):
         return None
     a, g, q = alpha[used], gradient[used], curvature[used]
@@ -271,6 +274,7 @@ def _newton_alpha(alpha, gradient, curvature, shared):
         return None
     new = np.full_like(alpha, _MIN_CONCENTRATION)
     new[used] = a * ratio
+    new[held] = alpha[held]
     return new
 
 

@@ -45,11 +45,12 @@ def _auto_device():
 
 def requests_cuda(device):
     """Whether a ``device`` parameter means a GPU on this machine, without checking
-    that it can run there (for an estimator's tags, read before any fit)."""
+    that it can run there (for an estimator's tags, read before any fit, by ``clone``
+    too: so without creating a CUDA context, which a later fork could not use)."""
     if isinstance(device, torch.device):
         return device.type == "cuda"
     if device is None or device == "auto":
-        return _auto_device().type == "cuda"
+        return torch.cuda.is_available()
     return isinstance(device, str) and device.startswith("cuda")
 
 
