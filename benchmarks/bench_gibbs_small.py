@@ -17,9 +17,10 @@ Two sections, one command each; the machine's load is recorded with each.
     iterations); the second less the first is the sampler sweeping at the learned
     priors (flatter conditionals, so its inversion searches further). The split is
     approximate: the learning fit sweeps its burn-in at the defaults and moves its
-    priors towards the learned values over the updates. The systems alternate within a round, ``--repeats`` rounds (default 3), each
-    with its own seed: per configuration, the median and range of the seconds and of
-    the per-round ratio to tomotopy.
+    priors towards the learned values over the updates. The systems alternate within
+    a round, ``--repeats`` rounds (default 3), each with its own seed: per
+    configuration, the median and range of the seconds and of the per-round ratio to
+    tomotopy.
 ``first-call``
     The README's quick start (BBC News's training set through ``CountVectorizer`` into
     ``LDAGibbs(20)``, then ``score`` and ``transform`` of the test set) in a fresh
@@ -33,8 +34,9 @@ Usage::
     python benchmarks/bench_gibbs_small.py --sections fits,first-call
     python benchmarks/bench_gibbs_small.py --quick --output-dir /tmp/small_trial
 
-Writes ``benchmarks/results/gibbs_small.{json,rst}``; a section not run keeps its
-previous results; ``--report-only`` redraws the page.
+Writes ``benchmarks/results/gibbs_small.{json,rst}`` and, for the fits, the chart
+``gibbs_small.png``; a section not run keeps its previous results; ``--report-only``
+redraws the page and the chart.
 """
 
 import argparse
@@ -260,6 +262,44 @@ def report(payload):
     return "\n".join(lines) + "\n"
 
 
+def plot_fits(section, path):
+    """The ratio to tomotopy of every setting: corpora in order of size, one marker per
+    K (median, whiskers min-max), with parity and the goal marked."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = section["rows"]
+    corpora = sorted(dict.fromkeys(r["corpus"] for r in rows),
+                     key=lambda c: next(r["tokens"] for r in rows if r["corpus"] == c))
+    ks = sorted(dict.fromkeys(r["K"] for r in rows))
+    fig, ax = plt.subplots(figsize=(8, 3.6))
+    for j, K in enumerate(ks):
+        mine = [next((r for r in rows if r["corpus"] == c and r["K"] == K), None)
+                for c in corpora]
+        x = [i + (j - (len(ks) - 1) / 2) * 0.22 for i, r in enumerate(mine) if r]
+        ratio = [r["ratio"] for r in mine if r]
+        ax.errorbar(x, [q[0] for q in ratio], yerr=[[q[0] - q[1] for q in ratio],
+                                                    [q[2] - q[0] for q in ratio]],
+                    fmt="o", ms=5, capsize=2, elinewidth=0.8, label=f"K = {K}")
+    ax.axhline(1.0, color="0.3", lw=0.8)
+    ax.axhline(0.85, color="0.3", lw=0.8, ls="--")
+    ax.text(len(corpora) - 0.5, 1.0, " as fast as tomotopy", va="center", fontsize=8)
+    ax.text(len(corpora) - 0.5, 0.85, " goal", va="center", fontsize=8)
+    labels = [f"{c}\n{next(r['tokens'] for r in rows if r['corpus'] == c) / 1000:.0f}k tokens"
+              for c in corpora]
+    ax.set_xticks(range(len(corpora)), labels, fontsize=7)
+    ax.set_xlim(-0.5, len(corpora) + 1.3)
+    ax.set_ylabel("sktopics / tomotopy, whole fit")
+    ax.legend(fontsize=8, loc="upper right")
+    ax.set_title(f"LDAGibbs against tomotopy, {section['sweeps']} sweeps at the defaults, "
+                 "one thread each (lower is faster); median, min-max", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--sections", default="fits,first-call")
@@ -271,7 +311,10 @@ def main():
     add_result_arguments(p, "gibbs_small")
     args = p.parse_args()
     path = args.output_dir / f"{args.output_name}.json"
+    figure = args.output_dir / f"{args.output_name}.png"
     if args.report_only:
+        if "fits" in json.loads(path.read_text()):
+            plot_fits(json.loads(path.read_text())["fits"], figure)
         return report_only([path], report)
     warnings.simplefilter("ignore")
     previous = json.loads(path.read_text()) if path.exists() else {}
@@ -289,6 +332,8 @@ def main():
                 raise SystemExit(f"unknown section {section!r}")
         payload[section] = {**result, "machine": info, "load": load.summary()}
         write_results(args.output_name, payload, report, directory=args.output_dir)
+        if section == "fits":
+            plot_fits(payload[section], figure)
 
 
 if __name__ == "__main__":
