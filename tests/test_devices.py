@@ -99,6 +99,21 @@ def test_resolve_device_names_one_gpu(monkeypatch, machine_auto_device):
         resolve_device("cuda:0")
 
 
+def test_reading_tags_does_not_initialise_cuda(monkeypatch):
+    """An estimator's tags (read by ``clone`` and scikit-learn's checks before any fit)
+    say whether it will run on a GPU from ``is_available`` alone: asking for the current
+    device would initialise CUDA in a process that may never use it."""
+    _fake_cuda(monkeypatch, 1)
+
+    def initialises(*args):
+        raise AssertionError("tags initialised CUDA")
+
+    monkeypatch.setattr(torch.cuda, "current_device", initialises)
+    for model in (LDAGibbs(device="auto"), ProdLDA(), LDAGibbs(device=None)):
+        assert model.__sklearn_tags__().non_deterministic
+    assert not LDAGibbs(device="cpu").__sklearn_tags__().non_deterministic
+
+
 def test_the_suite_runs_auto_on_its_test_device(monkeypatch):
     """The suite's switch: ``device="auto"`` runs where ``SKTOPICS_TEST_DEVICE`` says
     (the CPU unless it is "auto"), even on a machine where CUDA is visible."""

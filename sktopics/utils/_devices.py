@@ -46,7 +46,7 @@ def _auto_device():
 def requests_cuda(device):
     """Whether a ``device`` parameter means a GPU on this machine, without checking
     that it can run there (for an estimator's tags, read before any fit, by ``clone``
-    too: so without creating a CUDA context, which a later fork could not use)."""
+    too: so without initialising CUDA, which asking for the current device would)."""
     if isinstance(device, torch.device):
         return device.type == "cuda"
     if device is None or device == "auto":
