@@ -67,17 +67,18 @@ class ChainMemory:
         counts = np.rint(components * scale - beta).clip(min=0)
         return cls(counts.T)
 
-    def background(self, corpus, z, n_components):
+    def background(self, corpus, z, n_components, own=None):
         """The word-topic counts of every other shard: the total less those of
         ``corpus``'s topics ``z`` (``None``: a new corpus), as an int32 array.
 
+        ``own``: the counts of ``z`` if already counted (:meth:`resume`), flat.
         Data-parallel, ``corpus`` is this rank's share and its counts are summed over
         the ranks.
         """
         if z is None:
             return self.word_topic
-        flat = corpus.word.to(torch.int64) * n_components + z.to(torch.int64)
-        own = torch.bincount(flat, minlength=corpus.n_features * n_components)
+        if own is None:
+            own = _word_topic_counts(corpus, z, n_components)
         if corpus.collective is not None:
             corpus.collective.sum_(own)
         own = own.view(corpus.n_features, n_components).cpu().numpy()
@@ -105,19 +106,30 @@ class ChainMemory:
         a fingerprint that collides, or a memory edited in a file, starts the corpus
         afresh instead.
         """
+        return self.resume(corpus)[0]
+
+    def resume(self, corpus):
+        """``(z, own)``: :meth:`topics`, and the flat word-topic counts of those topics
+        in ``corpus`` that checking them counted (``None`` with ``z``), for
+        :meth:`background` to reuse instead of counting them again."""
         saved = self.shards.get(corpus.fingerprint())
         if saved is None or saved.ndim != 1 or saved.shape[0] != corpus.n_tokens:
-            return None
+            return None, None
         K = self.word_topic.shape[1]
         z = torch.from_numpy(saved.astype(np.int32)).to(corpus.device)
         if z.numel() and (int(z.min()) < 0 or int(z.max()) >= K):
-            return None
-        flat = corpus.word.to(torch.int64) * K + z.to(torch.int64)
-        own = torch.bincount(flat, minlength=corpus.n_features * K)
+            return None, None
+        own = _word_topic_counts(corpus, z, K)
         if own.numel() != self.word_topic.size:
-            return None
+            return None, None
         total = torch.from_numpy(self.word_topic.reshape(-1)).to(corpus.device)
-        return z if bool((own <= total).all()) else None
+        return (z, own) if bool((own <= total).all()) else (None, None)
+
+
+def _word_topic_counts(corpus, z, n_components):
+    """The flat ``(word, topic)`` counts of the topics ``z`` of ``corpus``'s tokens."""
+    flat = corpus.word.to(torch.int64) * n_components + z.to(torch.int64)
+    return torch.bincount(flat, minlength=corpus.n_features * n_components)
 
 
 def draw_given_topics(corpus, components, alpha, seed):

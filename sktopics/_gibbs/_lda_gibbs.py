@@ -531,7 +531,7 @@ class LDAGibbs(BaseTopicModel):
         seed = run.seed
 
         memory = self._memory_for(online, warm, K, beta)
-        z = None if memory is None else memory.topics(corpus)
+        z, own = (None, None) if memory is None else memory.resume(corpus)
         if collective is not None and memory is not None:
             # Every rank continues its share's topics, or none does.
             if collective.sum(int(z is not None)) not in (0, collective.world_size):
@@ -539,7 +539,7 @@ class LDAGibbs(BaseTopicModel):
                                  "to the model while other ranks' were trained on before: "
                                  "pass every rank the same shard's share each time.")
         # fit models X alone; partial_fit sweeps it given the other shards' counts
-        background = memory.background(corpus, z, K) if online and memory else None
+        background = memory.background(corpus, z, K, own) if online and memory else None
         if z is None:
             z = (draw_given_topics(corpus, self.components_, alpha, seed) if warm
                  else random_init(corpus, K, seed))

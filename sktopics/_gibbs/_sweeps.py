@@ -37,7 +37,6 @@ number of threads. Temporaries are at most ``(chunk, K)``. On a GPU with Triton 
 parallel sweep's draws are one fused kernel (:mod:`._fused`) with no such temporary.
 """
 
-
 import numpy as np
 import torch
 from scipy.special import gammaln
@@ -556,8 +555,8 @@ def log_joint(state, alpha, beta, histograms=None):
     if state.corpus.collective is not None:  # the documents of every rank
         documents = float(state.corpus.collective.sum_(
             torch.tensor([documents], dtype=torch.float64))[0])
-    total = documents + _word_terms(histograms.words, state.n_wk.sum(0, dtype=torch.int64),
-                                    state.corpus.n_features, beta)
+    total = documents + _word_terms(histograms.words, state.n_k, state.corpus.n_features,
+                                    beta)
     if state.background is not None:
         total -= _word_terms(histograms.background_words,
                              state.background.sum(0, dtype=torch.int64),
