@@ -6,7 +6,6 @@ contradict each other or have the wrong type. Loading lets it through as the
 says how to fix the model (with the check's :attr:`~Inconsistent.hint`).
 """
 
-import math
 from numbers import Integral, Real
 
 import numpy as np
@@ -96,8 +95,3 @@ def check_positive(value, path, hint=PARAMETER_HINT):
         fail(path, "expected finite positive values", hint)
     if values.ndim == 0 and not isinstance(value, (Real, np.number)):
         fail(path, f"expected a number, got {type(value).__name__}", hint)
-
-
-def finite_number(value):
-    return isinstance(value, (Real, np.number)) and not isinstance(value, bool) \
-        and math.isfinite(value)

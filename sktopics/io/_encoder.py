@@ -23,7 +23,7 @@ import torch
 
 from ._errors import ModelFileError
 
-__all__ = ["Codec", "Decoder", "Encoder"]
+__all__ = ["Codec", "Decoder", "Encoder", "mapping_node"]
 
 #: Deepest nesting of a tree the decoder follows (a real model's is under 15).
 MAX_DEPTH = 64
@@ -51,6 +51,11 @@ class Codec(NamedTuple):
     type: type
     encode: Callable
     decode: Callable
+
+
+def mapping_node(nodes):
+    """The node of a dict whose values are already nodes."""
+    return {_TYPE: "dict", "value": nodes}
 
 
 def type_name(value):

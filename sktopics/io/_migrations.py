@@ -20,15 +20,11 @@ __all__ = ["MIGRATIONS", "upgrade"]
 MIGRATIONS = {}
 
 
-def upgrade(version, tree, arrays, current=None):
-    """The tree and arrays of a file of format ``version`` upgraded to ``current``
-    (default :data:`~._format.FORMAT_VERSION`)."""
-    current = FORMAT_VERSION if current is None else current
-    if version > current:
-        raise ModelFileError(
-            f"The file has format version {version}, written by a newer sktopics; this one "
-            f"reads format versions up to {current}. Upgrade sktopics to load it."
-        )
+def upgrade(version, tree, arrays):
+    """The tree and arrays of a file of format ``version`` (at most
+    :data:`~._format.FORMAT_VERSION`: :func:`~._format.format_version` refuses newer
+    ones) upgraded to the current version."""
+    current = FORMAT_VERSION
     while version < current:
         step = MIGRATIONS.get(version)
         if step is None:

@@ -27,7 +27,7 @@ from torch.overrides import TorchFunctionMode
 from .._neural._net import EpochMonitor, TopicNet
 from ..utils._generators import rng_scope
 from ._checks import fail
-from ._encoder import type_name
+from ._encoder import mapping_node, type_name
 from ._errors import ModelFileError
 
 __all__ = ["check_module_state", "decode_net", "encode_net", "meta_module"]
@@ -130,12 +130,12 @@ def encode_net(net, path, encoder):
                 "before saving."
             )
         callbacks[name] = {"class": type(callback).__name__,
-                           "state": _mapping({attr: encoder.encode(
+                           "state": mapping_node({attr: encoder.encode(
                                getattr(callback, attr), f"{path}.callbacks_[{name!r}].{attr}")
                                for attr in names if hasattr(callback, attr)})}
     optimizer = getattr(net, "optimizer_", None)
     return {
-        "module_state": _mapping({key: encoder.encode(value, f"{path}.module_.{key}")
+        "module_state": mapping_node({key: encoder.encode(value, f"{path}.module_.{key}")
                                   for key, value in net.module_.state_dict().items()}),
         "module_attributes": encoder.encode(_module_attributes(net.module_),
                                             f"{path}.module_.attributes"),
@@ -143,14 +143,9 @@ def encode_net(net, path, encoder):
                             encoder.encode(optimizer.state_dict(), f"{path}.optimizer_")),
         "history": encoder.encode([dict(row) for row in net.history], f"{path}.history"),
         "callbacks": callbacks,
-        "attributes": _mapping({name: encoder.encode(getattr(net, name), f"{path}.{name}")
+        "attributes": mapping_node({name: encoder.encode(getattr(net, name), f"{path}.{name}")
                                 for name in NET_ATTRIBUTES if hasattr(net, name)}),
     }
-
-
-def _mapping(nodes):
-    """The node of a dict whose values are already nodes."""
-    return {"__type__": "dict", "value": nodes}
 
 
 def decode_net(node, estimator, path, decoder):

@@ -22,7 +22,7 @@ from .._neural._estimator import NeuralTopicModel
 from ..utils._devices import available_device
 from ..utils._pipeline import final_estimator
 from ._checks import Inconsistent, check_array, check_int, check_positive, check_tensor, fail
-from ._encoder import Decoder, Encoder, type_name
+from ._encoder import Decoder, Encoder, mapping_node, type_name
 from ._errors import ModelFileError
 from ._net import check_module_state, decode_net, encode_net, meta_module
 from ._registry import (
@@ -148,7 +148,7 @@ def _encode_estimator(estimator, path, encoder):
             nodes[key] = encoder.encode(value, where)
     return {"__type__": "estimator", "class": name,
             "params": encoder.encode(params, f"{path}.params"),
-            "state": {"__type__": "dict", "value": nodes}}
+            "state": mapping_node(nodes)}
 
 
 # ------------------------------------------------------------------------- loading

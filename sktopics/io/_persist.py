@@ -159,9 +159,7 @@ def load(path, *, device="cpu"):
     try:
         tree, arrays = upgrade(version, tree, arrays)
         return decode_object(tree, arrays, target)
-    except ModelFileError as exc:
-        if str(exc).startswith(str(path)):
-            raise
+    except ModelFileError as exc:  # said of the model's parts: the file's name first
         raise ModelFileError(f"{path}: {exc}") from exc.__cause__
     except (Exception, RecursionError) as exc:
         # What no check above foresaw (a value of a wrong type deep in a state object,
