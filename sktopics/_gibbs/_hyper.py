@@ -122,11 +122,6 @@ class StateHistograms:
         """``(count, weight)`` of the non-zero ``n_wk`` (every topic together)."""
         return count_histogram(self.state.n_wk, pooled=True)[1:]
 
-    @functools.cached_property
-    def background_words(self):
-        """As :attr:`words`, of the state's background (the other shards' counts)."""
-        return count_histogram(self.state.background, pooled=True)[1:]
-
 
 def length_histogram(lengths):
     """``(length, weight)`` int64 arrays: the distinct non-zero lengths and how many

@@ -21,7 +21,7 @@ import torch
 
 from .._kernels import FAILED, compiled_path, run_compiled
 from ..utils._fingerprint import count_fingerprint
-from ._hyper import length_histogram
+from ._hyper import count_histogram, length_histogram
 
 __all__ = ["GibbsCorpus", "GibbsState", "chunk_bounds", "default_chunk"]
 
@@ -180,6 +180,14 @@ class GibbsState:
         if self.background is not None or corpus.collective is not None:
             self._own_wk = torch.zeros_like(self.n_wk)
         self.rebuild_counts()
+
+    @functools.cached_property
+    def background_words(self):
+        """``((count, weight), n_k)``: the background's non-zero counts (as
+        :attr:`~._hyper.StateHistograms.words`) and its topic totals, fixed for the
+        state's life, so counted once for every log-joint evaluation."""
+        return (count_histogram(self.background, pooled=True)[1:],
+                self.background.sum(0, dtype=torch.int64))
 
     def rebuild_counts(self, chunk=1 << 20):
         """Recount ``n_dk``, ``n_wk`` and ``n_k`` from the assignments ``z`` (and the

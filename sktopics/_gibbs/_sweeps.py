@@ -558,9 +558,7 @@ def log_joint(state, alpha, beta, histograms=None):
     total = documents + _word_terms(histograms.words, state.n_k, state.corpus.n_features,
                                     beta)
     if state.background is not None:
-        total -= _word_terms(histograms.background_words,
-                             state.background.sum(0, dtype=torch.int64),
-                             state.corpus.n_features, beta)
+        total -= _word_terms(*state.background_words, state.corpus.n_features, beta)
     return float(total)
 
 
